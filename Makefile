@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+# Each creates .venv when missing and installs the package with its test group.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: demo test lint bench sysdeps clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+# System tools the tests drive for real (wget as a peer client).
+sysdeps:
+	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
+
+demo: $(STAMP)
+	$(BIN)/harvester --help
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: $(STAMP) sysdeps lint
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP) sysdeps
+	$(BIN)/python -m bench $(NAME)
+
+clean:
+	rm -rf $(VENV) demo-out bench/out

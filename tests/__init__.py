@@ -1,0 +1,1 @@
+"""Tests; also home of the shared fixtures (``tests.sites``, ``tests.servers``) used by bench/."""

@@ -1,0 +1,126 @@
+"""Start real servers on free loopback ports for tests and benchmarks.
+
+``start_wsgi("pkg.module:factory", kwargs)`` runs a WSGI application in a child process that
+binds port 0 itself and reports the port it got, so there is no race for a port.
+``start_command([... "{port}" ...])`` runs any server command (gunicorn, nginx, the project's
+own CLI) on a port picked just before. Both wait until the server answers HTTP and stop it by
+the pid they started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+HOST = "127.0.0.1"
+
+
+@dataclass
+class RunningServer:
+    process: subprocess.Popen[bytes]
+    host: str
+    port: int
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM the server's own pid, then SIGKILL it if it lingers; return its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+        return self.process.returncode
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def free_port(host: str = HOST) -> int:
+    """A port the kernel just handed out for ``host`` (bound to port 0, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_answers(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    """Poll ``url`` until any HTTP answer arrives; fail early if the process died."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before answering {url}")
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except urllib.error.HTTPError:
+            return  # any HTTP status means it is up
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"no answer from {url} within {timeout}s")
+
+
+def start_wsgi(
+    factory: str,
+    kwargs: dict[str, object] | None = None,
+    *,
+    host: str = HOST,
+    ready_path: str = "/",
+    env: dict[str, str] | None = None,
+    timeout: float = 20.0,
+) -> RunningServer:
+    """Run ``factory(**kwargs)`` (a ``module:callable`` returning a WSGI app) in a child process."""
+    cmd = [sys.executable, "-m", "tests.wsgi_child", factory, json.dumps(kwargs or {}), host]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, env={**os.environ, **(env or {})}, cwd=_repo_root()
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode().strip()
+    if not line.startswith("PORT "):
+        proc.kill()
+        raise RuntimeError(f"WSGI child did not report a port: {line!r}")
+    server = RunningServer(proc, host, int(line.split()[1]))
+    wait_until_answers(server.url + ready_path, proc, timeout)
+    return server
+
+
+def start_command(
+    argv: list[str],
+    *,
+    host: str = HOST,
+    ready_path: str = "/",
+    env: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> RunningServer:
+    """Run a server command; ``{port}`` and ``{host}`` in its arguments are filled in."""
+    port = free_port(host)
+    cmd = [arg.format(port=port, host=host) for arg in argv]
+    proc = subprocess.Popen(
+        cmd, env={**os.environ, **(env or {})}, cwd=_repo_root(), stdout=subprocess.DEVNULL
+    )
+    server = RunningServer(proc, host, port)
+    try:
+        wait_until_answers(server.url + ready_path, proc, timeout)
+    except Exception:
+        server.stop()
+        raise
+    return server
+
+
+def _repo_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
