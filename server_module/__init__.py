@@ -1,7 +1,11 @@
-"""The provider: an OAI-PMH 2.0 repository over the files of a website (after mod_oai)."""
+"""The provider: an OAI-PMH 2.0 repository over the files of a website (after mod_oai).
+
+``create_app(docroot=..., base_url=...)`` returns the WSGI application.
+"""
 
 from __future__ import annotations
 
 from harvester import __version__
+from server_module.app import create_app
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "create_app"]

@@ -1,6 +1,11 @@
-"""The ``oai-provider`` command: parse flags, build the app or the index, run it."""
+"""The ``oai-provider`` command: ``serve`` runs the provider under gunicorn, ``index`` refreshes
+the file index once. Commands only parse flags, build components and call them."""
 
 from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -12,6 +17,51 @@ from server_module import __version__
 @click.version_option(__version__, prog_name="oai-provider")
 def cli() -> None:
     """Serve a website's files as an OAI-PMH 2.0 repository."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+@cli.command()
+@click.argument("docroot", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--base-url", help="The site's public URL; identifiers are this plus each path.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--endpoint", help="Path of the OAI-PMH endpoint.  [default: /oai]")
+@click.option("--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file.")
+@click.option("--admin-email")
+@click.option("--repository-name")
+@click.option("--page-size", type=int)
+@click.option("--refresh-interval", type=float, help="Seconds between index refreshes.")
+@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+@click.option("--workers", default=2, show_default=True, type=int)
+@click.option("--threads", default=4, show_default=True, type=int)
+def serve(docroot: Path, host: str, port: int, workers: int, threads: int, **flags: Any) -> int:
+    """Serve DOCROOT's files and its OAI-PMH endpoint under gunicorn."""
+    from server_module.wsgiserver import serve_forever
+
+    flags["base_url"] = flags["base_url"] or f"http://{host}:{port}"
+    return serve_forever(docroot, host=host, port=port, workers=workers, threads=threads, **flags)
+
+
+@cli.command()
+@click.argument("docroot", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--base-url", required=True, help="The site's public URL.")
+@click.option("--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file.")
+@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+def index(docroot: Path, base_url: str, index_path: Path | None, config_file: Path | None) -> int:
+    """Refresh DOCROOT's index once and print what changed."""
+    from server_module.index import FileIndex, default_index_path
+    from server_module.settings import load_settings
+
+    settings = load_settings(
+        config_file=config_file, docroot=docroot, base_url=base_url, index_path=index_path
+    )
+    path = settings.index_path or default_index_path(settings.docroot)
+    with FileIndex(path, settings.docroot, settings.base_url, exclude=settings.exclude) as idx:
+        stats = idx.refresh()
+    click.echo(f"{path}: {stats}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

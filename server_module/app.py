@@ -1,0 +1,66 @@
+"""The application factory: ``create_app(docroot=..., base_url=...)`` is a WSGI application.
+
+It opens (and refreshes) the file index, builds the repository, and mounts the OAI-PMH
+endpoint; with ``serve_files`` (the default) it also serves the site's files, otherwise the
+web server in front (nginx, Apache) serves them and proxies only the endpoint.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+from typing import Any
+
+from flask import Flask
+
+from server_module.formats import FormatRegistry, default_registry
+from server_module.index import FileIndex, default_index_path
+from server_module.refresher import Refresher
+from server_module.repository import Repository
+from server_module.settings import ProviderSettings, load_settings
+from server_module.views import file_blueprint, make_blueprint
+
+log = logging.getLogger(__name__)
+
+
+def create_app(
+    docroot: str | os.PathLike[str] | None = None,
+    base_url: str | None = None,
+    *,
+    config_file: str | os.PathLike[str] | None = None,
+    formats: FormatRegistry | None = None,
+    refresh: bool = True,
+    **flags: Any,
+) -> Flask:
+    """Build the provider; settings layer as defaults < ``config_file`` < env < arguments."""
+    settings = load_settings(config_file=config_file, docroot=docroot, base_url=base_url, **flags)
+    index = FileIndex(
+        settings.index_path or default_index_path(settings.docroot),
+        settings.docroot,
+        settings.base_url,
+        exclude=settings.exclude,
+    )
+    index.open()
+    if refresh:
+        index.refresh()
+    app = Flask(__name__, static_folder=None)
+    repo = Repository(
+        settings,
+        index,
+        formats or default_registry(),
+        stylesheet_url=settings.endpoint + "/oai2.xsl",
+    )
+    refresher = Refresher(index, settings.refresh_interval)
+    app.extensions.update(oai_repository=repo, oai_settings=settings, oai_refresher=refresher)
+    app.register_blueprint(make_blueprint(settings.endpoint))
+    if settings.serve_files:
+        app.register_blueprint(file_blueprint())
+    app.before_request(refresher.open)
+    atexit.register(refresher.close)
+    return app
+
+
+def settings_of(app: Flask) -> ProviderSettings:
+    settings: ProviderSettings = app.extensions["oai_settings"]
+    return settings

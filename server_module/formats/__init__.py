@@ -1,0 +1,77 @@
+"""Metadata formats and their registry.
+
+A format is one module holding one object that satisfies :class:`MetadataFormat`. Adding a
+format (say, one that runs ``file`` or exiftool over the resource, as mod_oai's plug-ins did)
+means writing such a module and registering its object; the protocol code never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from server_module.records import FileRecord
+
+XSI = "http://www.w3.org/2001/XMLSchema-instance"
+
+
+@dataclass(frozen=True)
+class FormatContext:
+    """What a format may need besides the record: where files live and its own limits."""
+
+    docroot: Path
+    schema_base: str  # URL under which the provider serves the schemas this project authors
+    inline_max: int = 1024 * 1024
+
+
+class MetadataFormat(Protocol):
+    """One metadata format: its OAI-PMH description and how a record is rendered."""
+
+    prefix: str
+    namespace: str
+
+    def schema(self, ctx: FormatContext) -> str:
+        """The URL of the XML schema that validates this format."""
+        ...
+
+    def render(self, record: FileRecord, ctx: FormatContext) -> str:
+        """The record's metadata as one XML element (a string), namespaces declared on it."""
+        ...
+
+    def weight(self, record: FileRecord, ctx: FormatContext) -> int:
+        """About how many bytes :meth:`render` produces, to fill pages by size."""
+        ...
+
+
+class FormatRegistry:
+    """The formats a provider disseminates, by metadataPrefix, in registration order."""
+
+    def __init__(self, formats: Iterable[MetadataFormat] = ()) -> None:
+        self._formats: dict[str, MetadataFormat] = {}
+        for fmt in formats:
+            self.register(fmt)
+
+    def register(self, fmt: MetadataFormat) -> None:
+        if fmt.prefix in self._formats:
+            raise ValueError(f"metadataPrefix {fmt.prefix!r} is registered already")
+        self._formats[fmt.prefix] = fmt
+
+    def get(self, prefix: str) -> MetadataFormat | None:
+        return self._formats.get(prefix)
+
+    def __iter__(self) -> Iterator[MetadataFormat]:
+        return iter(self._formats.values())
+
+    def prefixes(self) -> frozenset[str]:
+        return frozenset(self._formats)
+
+
+def default_registry() -> FormatRegistry:
+    """``oai_dc`` (required by the protocol), ``http_header`` and ``oai_didl``."""
+    from server_module.formats.http_header import HTTP_HEADER
+    from server_module.formats.oai_dc import OAI_DC
+    from server_module.formats.oai_didl import OAI_DIDL
+
+    return FormatRegistry([OAI_DC, HTTP_HEADER, OAI_DIDL])

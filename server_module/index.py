@@ -1,0 +1,769 @@
+"""The file index: which files of the site are OAI-PMH items, and since when.
+
+One row per file ever seen under the document root, keyed by its relative path (bytes, so
+names that are not UTF-8 work). A refresh scans the tree, hashes only files whose stat changed,
+and writes every change in one short SQLite transaction. The second of that transaction is the
+datestamp of each new version or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became
+known to the repository, so a harvester asking ``from=<its last harvest>`` misses nothing even
+when ``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted files keep their row with
+``deleted = 1`` (§2.5.1, persistent deletion).
+
+Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
+so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
+refresh out of each other's way). This is the only module of the provider that speaks SQL.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import functools
+import hashlib
+import html
+import logging
+import mimetypes
+import os
+import re
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+from urllib.parse import quote
+
+from server_module.records import FileRecord, mime_for_set_spec, set_specs_for
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EXCLUDES: tuple[str, ...] = ("*~", "*.swp", "*.swo", "#*#")
+DEFAULT_MIME = "application/octet-stream"
+SCHEMA_VERSION = "1"
+CHUNK_SIZE = 1 << 20
+TITLE_SCAN_BYTES = 64 * 1024
+TITLE_MAX_CHARS = 500
+# A file whose ctime is this close to the scan may change again within the same timestamp
+# tick (coarse kernel clocks; 1 s on some file systems) without its stat changing: store its
+# ctime as 0 so the next refresh hashes it once more (git's "racily clean" problem).
+RACY_WINDOW_NS = 2_000_000_000
+# The index's own files, should the index live inside the document root.
+INDEX_SUFFIXES = (b"", b"-wal", b"-shm", b"-journal", b".lock")
+# What a compressed file is, when its name says only what is inside (``x.tar.gz``).
+ENCODING_TYPES = {
+    "gzip": "application/gzip",
+    "bzip2": "application/x-bzip2",
+    "xz": "application/x-xz",
+    "compress": "application/x-compress",
+    "br": "application/x-brotli",
+}
+
+Stat = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+Header = tuple[str, int, int, str]  # identifier, datestamp, deleted, mime
+
+_SCHEMA = f"""
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    relpath BLOB NOT NULL UNIQUE,
+    identifier TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL,
+    sha1 TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    mime TEXT NOT NULL,
+    mime_major TEXT NOT NULL,
+    title TEXT,
+    datestamp INTEGER NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0
+);
+-- Covering indexes: a page of headers is read from the index alone, in (datestamp, id) order.
+CREATE INDEX IF NOT EXISTS files_by_date ON files (datestamp, identifier, deleted, mime);
+CREATE INDEX IF NOT EXISTS files_by_major
+    ON files (mime_major, datestamp, identifier, deleted, mime);
+CREATE INDEX IF NOT EXISTS files_by_mime ON files (mime, datestamp, identifier, deleted);
+INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
+INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', randomblob(32));
+COMMIT;
+"""
+_UPSERT = """
+INSERT INTO files (relpath, identifier, size, mtime_ns, ctime_ns, inode, sha1, sha256,
+                   mime, mime_major, title, datestamp, deleted)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)
+ON CONFLICT (relpath) DO UPDATE SET
+    identifier = excluded.identifier, size = excluded.size, mtime_ns = excluded.mtime_ns,
+    ctime_ns = excluded.ctime_ns, inode = excluded.inode, sha1 = excluded.sha1,
+    sha256 = excluded.sha256, mime = excluded.mime, mime_major = excluded.mime_major,
+    title = excluded.title, datestamp = excluded.datestamp, deleted = 0
+"""
+_RECORD_COLUMNS = (
+    "identifier, relpath, datestamp, deleted, size, mtime_ns, mime, sha1, sha256, title"
+)
+_TITLE_OPEN = re.compile(rb"<title[^>]*>", re.IGNORECASE)
+_TITLE_CLOSE = re.compile(rb"</title>", re.IGNORECASE)
+_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+class IndexSchemaError(RuntimeError):
+    """The index file was written by an incompatible version of this module."""
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshStats:
+    """What one refresh saw and did. ``unchanged`` includes stat-only updates."""
+
+    scanned: int
+    hashed: int
+    added: int
+    changed: int
+    deleted: int
+    unchanged: int
+    seconds: float
+
+
+def default_index_path(docroot: str | os.PathLike[str]) -> Path:
+    """The index beside (never inside) the document root.
+
+    >>> str(default_index_path("/srv/www/site/"))
+    '/srv/www/.site.oai-index.sqlite'
+    """
+    root = Path(os.path.abspath(docroot))
+    if not root.name:
+        raise ValueError("the file system root needs an explicit index path")
+    return root.parent / f".{root.name}.oai-index.sqlite"
+
+
+def make_identifier(base_url: str, relpath: bytes) -> str:
+    """The item's public URL: pure ASCII, every byte outside the unreserved set escaped.
+
+    >>> make_identifier("http://h/site/", b"docs/caf\\xe9 1%.txt")
+    'http://h/site/docs/caf%E9%201%25.txt'
+    """
+    return f"{base_url.rstrip('/')}/{quote(relpath, safe='/')}"
+
+
+@functools.cache
+def _mime_table() -> mimetypes.MimeTypes:
+    # Only the built-in table, so the same file gets the same type on every machine.
+    return mimetypes.MimeTypes(filenames=())
+
+
+def guess_mime(name: bytes) -> str:
+    """The MIME type of a file name, from Python's built-in table only.
+
+    >>> guess_mime(b"a/Index.HTML"), guess_mime(b"x.tar.gz"), guess_mime(b"README")
+    ('text/html', 'application/gzip', 'application/octet-stream')
+    """
+    base = name.rpartition(b"/")[2]
+    last = base.rfind(b".")
+    if last < 0:
+        return DEFAULT_MIME
+    # Only the last two suffixes matter (``.tar.gz``): a small cache key for a slow lookup.
+    before = base.rfind(b".", 0, last)
+    return _mime_for_suffixes(os.fsdecode(base[before + 1 if before >= 0 else last + 1 :]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _mime_for_suffixes(suffixes: str) -> str:
+    # "./" keeps a name like "data:x" from being taken for a URL scheme.
+    mime, encoding = _mime_table().guess_type(f"./x.{suffixes}", strict=False)
+    if encoding is not None:
+        return ENCODING_TYPES.get(encoding, DEFAULT_MIME)
+    return mime or DEFAULT_MIME
+
+
+def extract_title(head: bytes) -> str | None:
+    """The text of the first ``<title>`` in the first 64 KiB of an HTML file, XML-safe.
+
+    >>> extract_title(b"<html><TITLE lang=en>\\n Caf\\xc3\\xa9 &amp;\\x01 more </title>")
+    'Café & more'
+    >>> extract_title(b"<p>no title</p>") is None
+    True
+    """
+    head = head[:TITLE_SCAN_BYTES]
+    opened = _TITLE_OPEN.search(head)
+    if opened is None:
+        return None
+    closed = _TITLE_CLOSE.search(head, opened.end())
+    if closed is None:
+        return None
+    text = html.unescape(head[opened.end() : closed.start()].decode("utf-8", "replace"))
+    text = " ".join(_XML_INVALID.sub("", text).split())[:TITLE_MAX_CHARS]
+    return text or None
+
+
+class _Dir(NamedTuple):
+    path: bytes  # as reached from the document root (may go through a symlink)
+    prefix: bytes  # relative path of the folder, with a trailing "/" unless it is the root
+    real: bytes  # realpath of the folder
+    seen: frozenset[bytes]  # realpaths of the folders above, to break symlink loops
+
+
+class _Scanner:
+    """Walks the document root as the site serves it, with bytes paths throughout."""
+
+    def __init__(self, docroot: bytes, exclude: Sequence[str], skip: frozenset[bytes]) -> None:
+        self._root = docroot
+        self._real_root = os.path.realpath(docroot)
+        pattern = "|".join(f"(?:{fnmatch.translate(p)})" for p in exclude) or "(?!)"
+        self._exclude = re.compile(pattern, re.DOTALL).match
+        self._skip = skip
+        self.found: dict[bytes, tuple[bytes, Stat]] = {}
+
+    def scan(self) -> dict[bytes, tuple[bytes, Stat]]:
+        """Relative path -> (path to read, stat) of every file that is an item."""
+        # A missing or unreadable root (an unmounted disk) must fail the refresh, not read as
+        # "every file was deleted".
+        os.scandir(self._root).close()
+        real = self._real_root
+        stack = [_Dir(self._root, b"", real, frozenset((real,)))]
+        while stack:
+            stack.extend(self._scan_dir(stack.pop()))
+        return self.found
+
+    def _scan_dir(self, folder: _Dir) -> list[_Dir]:
+        subdirs: list[_Dir] = []
+        try:
+            with os.scandir(folder.path) as entries:
+                for entry in entries:
+                    sub = self._visit(entry, folder)
+                    if sub is not None:
+                        subdirs.append(sub)
+        except OSError as exc:
+            log.warning("cannot list %r: %s", folder.path, exc)
+        return subdirs
+
+    def _visit(self, entry: os.DirEntry[bytes], folder: _Dir) -> _Dir | None:
+        name = entry.name
+        if name.startswith(b".") or self._exclude(os.fsdecode(name)):
+            return None
+        rel = folder.prefix + name
+        try:
+            if entry.is_symlink():
+                return self._symlink(entry.path, rel, folder)
+            real = folder.real + b"/" + name
+            if entry.is_dir(follow_symlinks=False):
+                return _Dir(entry.path, rel + b"/", real, folder.seen | {real})
+            if entry.is_file(follow_symlinks=False):
+                self._add(entry.path, rel, real, entry.stat(follow_symlinks=False))
+        except OSError as exc:  # vanished or unreadable while we looked
+            log.debug("skipping %r: %s", entry.path, exc)
+        return None
+
+    def _symlink(self, path: bytes, rel: bytes, folder: _Dir) -> _Dir | None:
+        target = os.path.realpath(path)
+        if not self._inside(target):
+            log.debug("not following %r: it leaves the document root", path)
+            return None
+        st = os.stat(target)
+        if stat.S_ISDIR(st.st_mode) and target not in folder.seen:
+            return _Dir(path, rel + b"/", target, folder.seen | {target})
+        if stat.S_ISREG(st.st_mode):
+            self._add(path, rel, target, st)
+        return None
+
+    def _inside(self, real: bytes) -> bool:
+        """Whether a resolved path is in the root and not in (or at) anything hidden."""
+        if not real.startswith(self._real_root + b"/"):
+            return False
+        inner = real[len(self._real_root) + 1 :]
+        return not any(part.startswith(b".") for part in inner.split(b"/"))
+
+    def _add(self, path: bytes, rel: bytes, real: bytes, st: os.stat_result) -> None:
+        if real not in self._skip:
+            self.found[rel] = (path, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+
+
+class _Known(NamedTuple):
+    """An index row, as far as a refresh needs it."""
+
+    relpath: bytes
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    sha256: str
+    deleted: int
+
+    @property
+    def stat(self) -> Stat:
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
+
+
+class _Version(NamedTuple):
+    """A file's content as read now."""
+
+    stat: Stat
+    sha1: str
+    sha256: str
+    head: bytes
+
+
+@dataclass
+class _Plan:
+    """Everything a refresh will write, gathered before the write transaction opens."""
+
+    scanned: int
+    upserts: list[tuple[object, ...]] = field(default_factory=list)
+    touches: list[tuple[int, int, bytes]] = field(default_factory=list)
+    deletions: list[bytes] = field(default_factory=list)
+    hashed: int = 0
+    added: int = 0
+    changed: int = 0
+    unchanged: int = 0
+
+    def stats(self, seconds: float) -> RefreshStats:
+        return RefreshStats(
+            scanned=self.scanned,
+            hashed=self.hashed,
+            added=self.added,
+            changed=self.changed,
+            deleted=len(self.deletions),
+            unchanged=self.unchanged,
+            seconds=round(seconds, 3),
+        )
+
+
+def _read_version(path: bytes) -> _Version | None:
+    """SHA-1 and SHA-256 in one pass, with the stat of what was actually read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            return _digest(fd)
+        finally:
+            os.close(fd)
+    except FileNotFoundError:
+        log.debug("%r vanished before it was read", path)
+    except OSError as exc:
+        log.warning("cannot read %r: %s", path, exc)
+    return None
+
+
+def _digest(fd: int) -> _Version | None:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # swapped for a fifo or device since the scan
+        return None
+    sha1 = hashlib.sha1(usedforsecurity=False)
+    sha256 = hashlib.sha256()
+    head = b""
+    # Exactly the bytes this stat describes. A write meanwhile changes ctime, so the next
+    # refresh reads the file again.
+    remaining = st.st_size
+    while remaining > 0 and (chunk := os.read(fd, min(CHUNK_SIZE, remaining))):
+        head = head or chunk[:TITLE_SCAN_BYTES]
+        sha1.update(chunk)
+        sha256.update(chunk)
+        remaining -= len(chunk)
+    found = (st.st_size - remaining, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return _Version(found, sha1.hexdigest(), sha256.hexdigest(), head)
+
+
+def _settled(found: Stat, racy_ns: int) -> Stat:
+    """The stat to store: with ctime 0 if the file changed too recently to trust (see above).
+
+    >>> _settled((1, 2, 3, 4), racy_ns=10), _settled((1, 2, 30, 4), racy_ns=10)
+    ((1, 2, 3, 4), (1, 2, 0, 4))
+    """
+    size, mtime_ns, ctime_ns, inode = found
+    return found if ctime_ns < racy_ns else (size, mtime_ns, 0, inode)
+
+
+def _filters(
+    start: int | None, until: int | None, set_spec: str | None, after: tuple[int, str] | None
+) -> tuple[str, list[object]]:
+    """``FROM ... WHERE ...`` for a selective harvest, naming the index that orders it."""
+    clauses: list[str] = []
+    params: list[object] = []
+    index = "files_by_date"
+    if set_spec is not None:
+        major, mime = mime_for_set_spec(set_spec)
+        index = "files_by_major" if mime is None else "files_by_mime"
+        clauses.append("mime_major = ?" if mime is None else "mime = ?")
+        params.append(major if mime is None else mime)
+    if start is not None:
+        clauses.append("datestamp >= ?")
+        params.append(start)
+    if until is not None:
+        clauses.append("datestamp <= ?")
+        params.append(until)
+    if after is not None:
+        clauses.append("(datestamp, identifier) > (?, ?)")
+        params.extend(after)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    return f"FROM files INDEXED BY {index}{where}", params
+
+
+def _record(row: Any) -> FileRecord:
+    """A row in ``_RECORD_COLUMNS`` order as a record (SQLite has no booleans)."""
+    return FileRecord(row[0], row[1], row[2], bool(row[3]), *row[4:])
+
+
+class Snapshot:
+    """One consistent, read-only view of the index: everything committed when it opened."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def headers(
+        self,
+        *,
+        start: int | None = None,
+        until: int | None = None,
+        set_spec: str | None = None,
+        after: tuple[int, str] | None = None,
+        limit: int,
+    ) -> list[Header]:
+        """(identifier, datestamp, deleted, mime) in (datestamp, identifier) order."""
+        source, params = _filters(start, until, set_spec, after)
+        sql = f"SELECT identifier, datestamp, deleted, mime {source} "
+        return self._conn.execute(
+            sql + "ORDER BY datestamp, identifier LIMIT ?", (*params, limit)
+        ).fetchall()
+
+    def records(
+        self,
+        *,
+        start: int | None = None,
+        until: int | None = None,
+        set_spec: str | None = None,
+        after: tuple[int, str] | None = None,
+        limit: int,
+    ) -> list[FileRecord]:
+        """Like :meth:`headers`, with everything the index knows of each item."""
+        source, params = _filters(start, until, set_spec, after)
+        sql = f"SELECT {_RECORD_COLUMNS} {source} ORDER BY datestamp, identifier LIMIT ?"
+        return [_record(row) for row in self._conn.execute(sql, (*params, limit))]
+
+    def count(
+        self, *, start: int | None = None, until: int | None = None, set_spec: str | None = None
+    ) -> int:
+        """How many items (deleted ones included) a selective harvest lists."""
+        source, params = _filters(start, until, set_spec, None)
+        (total,) = self._conn.execute(f"SELECT count(*) {source}", params).fetchone()
+        return int(total)
+
+    def get(self, identifier: str) -> FileRecord | None:
+        return self._one("identifier", identifier)
+
+    def get_by_relpath(self, relpath: bytes) -> FileRecord | None:
+        return self._one("relpath", relpath)
+
+    def _one(self, column: str, value: object) -> FileRecord | None:
+        sql = f"SELECT {_RECORD_COLUMNS} FROM files WHERE {column} = ?"
+        row = self._conn.execute(sql, (value,)).fetchone()
+        return None if row is None else _record(row)
+
+    def earliest_datestamp(self) -> int | None:
+        """The smallest datestamp of any row, deleted ones included; None when empty."""
+        (earliest,) = self._conn.execute("SELECT min(datestamp) FROM files").fetchone()
+        return None if earliest is None else int(earliest)
+
+    def set_specs(self) -> list[str]:
+        """Every set that has an item: each MIME major type and each full type."""
+        specs: set[str] = set()
+        for (mime,) in self._conn.execute(
+            "SELECT DISTINCT mime FROM files INDEXED BY files_by_mime"
+        ):
+            specs.update(set_specs_for(mime))
+        return sorted(specs)
+
+
+class FileIndex:
+    """The SQLite index of a document root's files (see the module docstring)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        docroot: str | os.PathLike[str],
+        base_url: str,
+        *,
+        exclude: Sequence[str] = DEFAULT_EXCLUDES,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = Path(path)
+        self.docroot = Path(docroot)
+        self.base_url = base_url.rstrip("/")
+        self.exclude = tuple(exclude)
+        self._clock = clock
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._secret: bytes | None = None
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def open(self) -> FileIndex:
+        """Create the schema (WAL mode, a token secret) if needed; check its version."""
+        conn = self._connect()
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            self._check_version(conn)
+            conn.executescript(_SCHEMA)
+            self._adopt_base_url(conn)
+            self._secret = bytes(self._meta(conn, "secret"))
+        finally:
+            conn.close()
+        return self
+
+    def close(self) -> None:
+        """Close every reader connection; the index can be opened again."""
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for conn in readers:
+            conn.close()
+        self._local = threading.local()
+        self._secret = None
+
+    def __enter__(self) -> FileIndex:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def secret(self) -> bytes:
+        """32 random bytes made once per index (for signing resumption tokens)."""
+        if self._secret is None:
+            raise RuntimeError("the index is not open")
+        return self._secret
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """A read transaction on this thread's connection; nested calls share it."""
+        conn = self._reader()
+        local = self._local
+        if local.depth == 0:
+            conn.execute("BEGIN")
+            conn.execute("SELECT 1 FROM meta LIMIT 1")  # the WAL snapshot starts at a read
+        local.depth += 1
+        try:
+            yield Snapshot(conn)
+        finally:
+            local.depth -= 1
+            if local.depth == 0:
+                conn.execute("COMMIT")
+
+    def _reader(self) -> sqlite3.Connection:
+        if self._secret is None:
+            raise RuntimeError("the index is not open")
+        local = self._local
+        # A forked worker must not use its parent's connection.
+        if getattr(local, "pid", None) != os.getpid():
+            local.conn = self._connect()
+            local.conn.execute("PRAGMA query_only = ON")
+            local.pid, local.depth = os.getpid(), 0
+            with self._readers_lock:
+                self._readers.append(local.conn)
+        conn: sqlite3.Connection = local.conn
+        return conn
+
+    # -- refreshing -------------------------------------------------------------------------
+
+    def refresh(self, blocking: bool = True) -> RefreshStats | None:
+        """Bring the index up to date with the disk; None if another refresh holds the lock."""
+        if self._secret is None:
+            raise RuntimeError("the index is not open")
+        with self._refresh_lock(blocking) as acquired:
+            if not acquired:
+                log.info("another refresh of %s is running", self.path)
+                return None
+            started = time.monotonic()
+            conn = self._connect()
+            try:
+                known = self._load_known(conn)
+                racy_ns = time.time_ns() - RACY_WINDOW_NS
+                plan = self._plan(known, self._scan(), racy_ns)
+                if plan.upserts or plan.touches or plan.deletions:
+                    self._write(conn, plan)
+            finally:
+                conn.close()
+        stats = plan.stats(time.monotonic() - started)
+        log.info(
+            "refreshed %s: %d scanned, %d hashed, %d added, %d changed, %d deleted, "
+            "%d unchanged in %.3f s",
+            self.docroot, stats.scanned, stats.hashed, stats.added, stats.changed,
+            stats.deleted, stats.unchanged, stats.seconds,
+        )  # fmt: skip
+        return stats
+
+    @contextmanager
+    def _refresh_lock(self, blocking: bool) -> Iterator[bool]:
+        """One refresh at a time across processes: flock on ``<index>.lock``."""
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _scan(self) -> dict[bytes, tuple[bytes, Stat]]:
+        index = os.fsencode(os.path.realpath(self.path))
+        skip = frozenset(index + suffix for suffix in INDEX_SUFFIXES)
+        return _Scanner(os.fsencode(self.docroot), self.exclude, skip).scan()
+
+    @staticmethod
+    def _load_known(conn: sqlite3.Connection) -> dict[bytes, _Known]:
+        rows = conn.execute(
+            "SELECT relpath, size, mtime_ns, ctime_ns, inode, sha256, deleted FROM files"
+        )
+        return {row.relpath: row for row in map(_Known._make, rows)}
+
+    def _plan(
+        self, known: dict[bytes, _Known], found: dict[bytes, tuple[bytes, Stat]], racy_ns: int
+    ) -> _Plan:
+        """Compare disk and index; hash only what is new or whose stat changed."""
+        plan = _Plan(scanned=len(found))
+        present: set[bytes] = set()
+        for rel, (path, st) in found.items():
+            old = known.get(rel)
+            if old is not None and not old.deleted and old.stat == st:
+                plan.unchanged += 1
+                present.add(rel)
+                continue
+            version = _read_version(path)
+            if version is not None:
+                plan.hashed += 1
+                present.add(rel)
+                self._classify(
+                    plan, rel, old, version._replace(stat=_settled(version.stat, racy_ns))
+                )
+        plan.deletions = [r for r, old in known.items() if not old.deleted and r not in present]
+        return plan
+
+    def _classify(self, plan: _Plan, rel: bytes, old: _Known | None, new: _Version) -> None:
+        size, mtime_ns, ctime_ns, inode = new.stat
+        if old is not None and not old.deleted:
+            if (old.sha256, old.stat[:2]) == (new.sha256, new.stat[:2]):
+                # Same bytes and same Last-Modified: not a new version (e.g. a `touch -c`
+                # that restored the mtime, or a copy over itself).
+                plan.touches.append((ctime_ns, inode, rel))
+                plan.unchanged += 1
+                return
+            plan.changed += 1
+        else:
+            plan.added += 1
+        mime = guess_mime(rel)
+        title = extract_title(new.head) if mime == "text/html" else None
+        identifier = make_identifier(self.base_url, rel)
+        major = mime.partition("/")[0]
+        plan.upserts.append(
+            (
+                rel,
+                identifier,
+                size,
+                mtime_ns,
+                ctime_ns,
+                inode,
+                new.sha1,
+                new.sha256,
+                mime,
+                major,
+                title,
+            )
+        )
+
+    def _write(self, conn: sqlite3.Connection, plan: _Plan) -> None:
+        """All changes in one short transaction, stamped with the second it commits in."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            now = self._now(conn)
+            conn.executemany(_UPSERT, [(*row, now) for row in sorted(plan.upserts)])
+            conn.executemany(
+                "UPDATE files SET ctime_ns = ?, inode = ? WHERE relpath = ?", plan.touches
+            )
+            conn.executemany(
+                "UPDATE files SET deleted = 1, datestamp = ? WHERE relpath = ?",
+                [(now, rel) for rel in plan.deletions],
+            )
+            if plan.upserts or plan.deletions:
+                self._restamp(conn, now)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _now(self, conn: sqlite3.Connection) -> int:
+        """The clock's second, but never before a datestamp already given out."""
+        (latest,) = conn.execute("SELECT max(datestamp) FROM files").fetchone()
+        return max(int(self._clock()), latest or 0)
+
+    def _restamp(self, conn: sqlite3.Connection, now: int) -> None:
+        # If the second turned while writing, readers can only see these rows from the
+        # later second on; stamp them so, or a harvest begun in between would miss them.
+        later = int(self._clock())
+        if later > now:
+            conn.execute("UPDATE files SET datestamp = ? WHERE datestamp = ?", (later, now))
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        # Connections are used by one thread at a time; close() may run in another thread.
+        conn = sqlite3.connect(
+            self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    @staticmethod
+    def _meta(conn: sqlite3.Connection, key: str) -> Any:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def _check_version(self, conn: sqlite3.Connection) -> None:
+        try:
+            version = self._meta(conn, "schema_version")
+        except sqlite3.OperationalError:  # a new file: no meta table yet
+            return
+        if version not in (None, SCHEMA_VERSION):
+            raise IndexSchemaError(f"{self.path}: schema {version!r}, need {SCHEMA_VERSION}")
+
+    def _adopt_base_url(self, conn: sqlite3.Connection) -> None:
+        """Identifiers embed the base URL: when it changes, re-identify every item."""
+        if self._meta(conn, "base_url") == self.base_url:
+            return
+        with self._refresh_lock(blocking=True):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if self._meta(conn, "base_url") != self.base_url:
+                    self._reidentify(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _reidentify(self, conn: sqlite3.Connection) -> None:
+        rows = conn.execute("SELECT rowid, relpath FROM files").fetchall()
+        if rows:
+            log.warning("base URL is now %s: re-identifying %d items", self.base_url, len(rows))
+            now = self._now(conn)
+            # Move every identifier out of the way first: the new ones may collide with old.
+            conn.execute("UPDATE files SET identifier = ' ' || rowid")
+            conn.executemany(
+                "UPDATE files SET identifier = ?, datestamp = ? WHERE rowid = ?",
+                _reidentified(self.base_url, rows, now),
+            )
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('base_url', ?)", (self.base_url,)
+        )
+
+
+def _reidentified(
+    base_url: str, rows: Iterable[tuple[int, bytes]], now: int
+) -> Iterator[tuple[str, int, int]]:
+    for rowid, relpath in rows:
+        yield make_identifier(base_url, relpath), now, rowid

@@ -1,0 +1,53 @@
+"""Fast, safe XML text for string-built responses.
+
+Responses are built from string templates rather than element trees because listing must
+stay cheap per record; every value that reaches a template passes through :func:`text` or
+:func:`attr`, which escape markup and drop characters XML 1.0 forbids (a file name may hold
+any byte but ``/`` and NUL, and a title anything a web page contains).
+"""
+
+from __future__ import annotations
+
+import re
+
+# XML 1.0 Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_TEXT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_ATTR = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        '"': "&quot;",
+        "\t": "&#9;",
+        "\n": "&#10;",
+        "\r": "&#13;",
+    }
+)
+
+
+def clean(value: str) -> str:
+    """Drop characters that cannot appear in XML 1.0 at all.
+
+    >>> clean("a\\x00b\\x1fc\\ufffe")
+    'abc'
+    """
+    return _INVALID.sub("", value)
+
+
+def text(value: str) -> str:
+    """Escape for element content.
+
+    >>> text('<a & "b">')
+    '&lt;a &amp; "b"&gt;'
+    """
+    return clean(value).translate(_TEXT)
+
+
+def attr(value: str) -> str:
+    """Escape for a double-quoted attribute value.
+
+    >>> attr('say "hi"\\n')
+    'say &quot;hi&quot;&#10;'
+    """
+    return clean(value).translate(_ATTR)

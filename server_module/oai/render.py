@@ -1,0 +1,150 @@
+"""OAI-PMH 2.0 response documents as bytes (spec §3.2 XML response format, §4 verbs).
+
+Sans-IO: functions of values in, UTF-8 bytes out. Templates are plain strings because a
+ListIdentifiers page is thousands of near-identical headers, and every value goes through
+:mod:`server_module.oai.markup`. Tests validate every shape against ``OAI-PMH.xsd``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from server_module.oai.dates import format_datestamp
+from server_module.oai.errors import OAIError
+from server_module.oai.markup import attr, text
+from server_module.records import set_specs_for
+
+OAI_NS = "http://www.openarchives.org/OAI/2.0/"
+OAI_SCHEMA = "http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
+XSI = "http://www.w3.org/2001/XMLSchema-instance"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """What every response carries: when, for which endpoint, and the browser stylesheet."""
+
+    response_date: int
+    endpoint_url: str
+    stylesheet_url: str | None = None
+
+
+@dataclass(frozen=True)
+class RepositoryDescription:
+    """The Identify answer (§4.2)."""
+
+    name: str
+    base_url: str
+    admin_emails: Sequence[str]
+    earliest_datestamp: int
+    compression: Sequence[str] = ("gzip", "deflate")
+
+
+def document(env: Envelope, echo: Iterable[tuple[str, str]], body: str) -> bytes:
+    """The whole response: XML declaration, stylesheet, envelope, ``request`` echo, body."""
+    pi = (
+        f'<?xml-stylesheet type="text/xsl" href="{attr(env.stylesheet_url)}"?>\n'
+        if env.stylesheet_url
+        else ""
+    )
+    attrs = "".join(f' {name}="{attr(value)}"' for name, value in echo)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'{pi}<OAI-PMH xmlns="{OAI_NS}" xmlns:xsi="{XSI}" '
+        f'xsi:schemaLocation="{OAI_NS} {OAI_SCHEMA}">'
+        f"<responseDate>{format_datestamp(env.response_date)}</responseDate>"
+        f"<request{attrs}>{text(env.endpoint_url)}</request>"
+        f"{body}</OAI-PMH>\n"
+    ).encode()
+
+
+def errors_body(errors: Sequence[OAIError]) -> str:
+    return "".join(f'<error code="{e.code}">{text(str(e))}</error>' for e in errors)
+
+
+def verb_body(verb: str, inner: str) -> str:
+    return f"<{verb}>{inner}</{verb}>"
+
+
+@lru_cache(maxsize=4096)
+def _set_elements(mime: str) -> str:
+    return "".join(f"<setSpec>{text(spec)}</setSpec>" for spec in set_specs_for(mime))
+
+
+@lru_cache(maxsize=65536)
+def _datestamp(epoch: int) -> str:
+    return format_datestamp(epoch)
+
+
+def header(identifier: str, datestamp: int, deleted: int | bool, mime: str) -> str:
+    """One record header (§2.5); identifiers are ASCII URLs but are escaped all the same."""
+    status = ' status="deleted"' if deleted else ""
+    return (
+        f"<header{status}><identifier>{text(identifier)}</identifier>"
+        f"<datestamp>{_datestamp(datestamp)}</datestamp>{_set_elements(mime)}</header>"
+    )
+
+
+def headers(rows: Iterable[tuple[str, int, int, str]]) -> str:
+    """Many headers at once: the ListIdentifiers hot path."""
+    return "".join([header(i, d, x, m) for i, d, x, m in rows])
+
+
+def record(header_xml: str, metadata: str | None) -> str:
+    """A record (§2.5): deleted records carry no metadata."""
+    inner = f"<metadata>{metadata}</metadata>" if metadata is not None else ""
+    return f"<record>{header_xml}{inner}</record>"
+
+
+def resumption_token(token: str, total: int, cursor: int, expires: int | None) -> str:
+    """§3.5: an empty token marks the last page of an incomplete list."""
+    exp = f' expirationDate="{format_datestamp(expires)}"' if expires is not None and token else ""
+    return (
+        f'<resumptionToken completeListSize="{total}" cursor="{cursor}"{exp}>'
+        f"{text(token)}</resumptionToken>"
+    )
+
+
+def identify_body(desc: RepositoryDescription) -> str:
+    emails = "".join(f"<adminEmail>{text(e)}</adminEmail>" for e in desc.admin_emails)
+    compression = "".join(f"<compression>{text(c)}</compression>" for c in desc.compression)
+    return verb_body(
+        "Identify",
+        f"<repositoryName>{text(desc.name)}</repositoryName>"
+        f"<baseURL>{text(desc.base_url)}</baseURL>"
+        "<protocolVersion>2.0</protocolVersion>"
+        f"{emails}"
+        f"<earliestDatestamp>{format_datestamp(desc.earliest_datestamp)}</earliestDatestamp>"
+        "<deletedRecord>persistent</deletedRecord>"
+        "<granularity>YYYY-MM-DDThh:mm:ssZ</granularity>"
+        f"{compression}",
+    )
+
+
+def metadata_formats_body(formats: Iterable[tuple[str, str, str]]) -> str:
+    """``(prefix, schema URL, namespace)`` triples (§4.4)."""
+    inner = "".join(
+        f"<metadataFormat><metadataPrefix>{text(p)}</metadataPrefix>"
+        f"<schema>{text(s)}</schema><metadataNamespace>{text(n)}</metadataNamespace>"
+        "</metadataFormat>"
+        for p, s, n in formats
+    )
+    return verb_body("ListMetadataFormats", inner)
+
+
+def set_name(spec: str) -> str:
+    """
+    >>> set_name("text"), set_name("text:html")
+    ('Files of MIME type text/*', 'Files of MIME type text/html')
+    """
+    major, _, minor = spec.partition(":")
+    return f"Files of MIME type {major}/{minor or '*'}"
+
+
+def sets_body(specs: Iterable[str]) -> str:
+    inner = "".join(
+        f"<set><setSpec>{text(s)}</setSpec><setName>{text(set_name(s))}</setName></set>"
+        for s in specs
+    )
+    return verb_body("ListSets", inner)

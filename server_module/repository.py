@@ -1,0 +1,207 @@
+"""The OAI-PMH repository: one request in, one response document out (spec §4).
+
+It joins the sans-IO protocol core (:mod:`server_module.oai`) to the file index and the
+metadata formats. It knows no HTTP: the Flask view hands it the received argument pairs and
+sends back the bytes it returns.
+
+Lists are keyset-paged on ``(datestamp, identifier)`` and bounded at the time T the list
+started: the token carries T as the list's ``until``, so a record that changes during a long
+harvest leaves this list (it now has a datestamp after T) instead of being delivered twice,
+and appears in the next incremental harvest. Any page costs the same as the first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from server_module.formats import FormatContext, FormatRegistry, MetadataFormat
+from server_module.index import FileIndex, Snapshot
+from server_module.oai import render
+from server_module.oai.errors import (
+    BadResumptionToken,
+    IdDoesNotExist,
+    NoRecordsMatch,
+    NoSetHierarchy,
+    OAIError,
+)
+from server_module.oai.request import OAIRequest, echo_attributes, parse_request
+from server_module.oai.tokens import ListState, TokenCodec
+from server_module.records import FileRecord
+from server_module.settings import ProviderSettings
+
+Pairs = Sequence[tuple[str, str]]
+
+
+class Repository:
+    """Answers the six verbs from a :class:`FileIndex` snapshot."""
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        index: FileIndex,
+        formats: FormatRegistry,
+        *,
+        stylesheet_url: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.index = index
+        self.formats = formats
+        self.clock = clock
+        self.stylesheet_url = stylesheet_url
+        self.codec = TokenCodec(index.secret(), ttl=settings.token_ttl, clock=clock)
+        self.context = FormatContext(
+            docroot=settings.docroot,
+            schema_base=settings.endpoint_url + "/schemas",
+            inline_max=settings.inline_max,
+        )
+
+    def handle(self, pairs: Pairs) -> bytes:
+        """The response document for the received arguments (never raises an OAI error)."""
+        env = render.Envelope(int(self.clock()), self.settings.endpoint_url, self.stylesheet_url)
+        try:
+            request = parse_request(pairs, known_prefixes=self.formats.prefixes())
+        except OAIError as error:
+            return render.document(env, echo_attributes(pairs, error), render.errors_body([error]))
+        try:
+            body = self._dispatch(request, env.response_date)
+        except OAIError as error:
+            echo = request.attributes if error.echo_arguments else ()
+            return render.document(env, echo, render.errors_body([error]))
+        return render.document(env, request.attributes, body)
+
+    def _dispatch(self, request: OAIRequest, now: int) -> str:
+        handler: Callable[[OAIRequest, int], str] = getattr(self, "_" + request.verb)
+        return handler(request, now)
+
+    # -- the verbs ---------------------------------------------------------------------
+
+    def _Identify(self, request: OAIRequest, now: int) -> str:
+        with self.index.snapshot() as snap:
+            earliest = snap.earliest_datestamp()
+        desc = render.RepositoryDescription(
+            name=self.settings.name,
+            base_url=self.settings.endpoint_url,
+            admin_emails=[self.settings.email],
+            earliest_datestamp=now if earliest is None else earliest,
+        )
+        return render.identify_body(desc)
+
+    def _ListMetadataFormats(self, request: OAIRequest, now: int) -> str:
+        if request.identifier is not None:
+            with self.index.snapshot() as snap:
+                if snap.get(request.identifier) is None:
+                    raise IdDoesNotExist(f"No item has the identifier {request.identifier!r}")
+        triples = [(f.prefix, f.schema(self.context), f.namespace) for f in self.formats]
+        return render.metadata_formats_body(triples)
+
+    def _ListSets(self, request: OAIRequest, now: int) -> str:
+        if request.resumption_token is not None:
+            raise BadResumptionToken("ListSets is never paged, so no token is valid")
+        with self.index.snapshot() as snap:
+            specs = snap.set_specs()
+        if not specs:
+            raise NoSetHierarchy("The repository holds no files yet, hence no sets")
+        return render.sets_body(specs)
+
+    def _GetRecord(self, request: OAIRequest, now: int) -> str:
+        assert request.identifier is not None and request.metadata_prefix is not None
+        with self.index.snapshot() as snap:
+            rec = snap.get(request.identifier)
+        if rec is None:
+            raise IdDoesNotExist(f"No item has the identifier {request.identifier!r}")
+        fmt = self._format(request.metadata_prefix)
+        metadata = None if rec.deleted else fmt.render(rec, self.context)
+        return render.verb_body("GetRecord", render.record(_header(rec), metadata))
+
+    def _ListIdentifiers(self, request: OAIRequest, now: int) -> str:
+        state, limit = self._list_state(request, now), self.settings.page_size
+        with self.index.snapshot() as snap:
+            state = self._counted(state, snap)
+            rows = snap.headers(
+                start=state.from_, until=state.until, set_spec=state.set_spec,
+                after=state.after, limit=limit + 1,
+            )  # fmt: skip
+        page = rows[:limit]
+        _require(page)
+        token = self._token(state, len(page), (page[-1][1], page[-1][0]), len(rows) > limit, now)
+        return render.verb_body("ListIdentifiers", render.headers(page) + token)
+
+    def _ListRecords(self, request: OAIRequest, now: int) -> str:
+        """Pages are cut by count and by size: ``oai_didl`` records carry whole files."""
+        state, limit = self._list_state(request, now), self.settings.records_page_size
+        fmt = self._format(state.metadata_prefix)
+        with self.index.snapshot() as snap:
+            state = self._counted(state, snap)
+            recs = snap.records(
+                start=state.from_, until=state.until, set_spec=state.set_spec,
+                after=state.after, limit=limit + 1,
+            )  # fmt: skip
+        parts: list[str] = []
+        budget = self.settings.page_bytes
+        for rec in recs[:limit]:
+            weight = 200 if rec.deleted else fmt.weight(rec, self.context)
+            if parts and weight > budget:
+                break
+            budget -= weight
+            metadata = None if rec.deleted else fmt.render(rec, self.context)
+            parts.append(render.record(_header(rec), metadata))
+        _require(parts)
+        last = recs[len(parts) - 1]
+        more = len(recs) > len(parts)
+        token = self._token(state, len(parts), (last.datestamp, last.identifier), more, now)
+        return render.verb_body("ListRecords", "".join(parts) + token)
+
+    # -- lists -----------------------------------------------------------------------
+
+    def _format(self, prefix: str | None) -> MetadataFormat:
+        fmt = self.formats.get(prefix or "")
+        if fmt is None:  # parse_request checked it; a token from another deployment may not
+            raise BadResumptionToken(f"The token names an unknown format {prefix!r}")
+        return fmt
+
+    def _list_state(self, request: OAIRequest, now: int) -> ListState:
+        """The list's state: decoded from the token, or new and bounded at ``now``."""
+        if request.resumption_token is None:
+            return ListState.from_request(request, now=now, total=-1)
+        return self.codec.decode(request.resumption_token, verb=request.verb)
+
+    @staticmethod
+    def _counted(state: ListState, snap: Snapshot) -> ListState:
+        """Count the list once, at its first page; an empty list is noRecordsMatch (§3.6)."""
+        if state.total >= 0:
+            return state
+        total = snap.count(start=state.from_, until=state.until, set_spec=state.set_spec)
+        if total == 0:
+            raise NoRecordsMatch("No item matches these arguments")
+        return replace(state, total=total)
+
+    def _token(
+        self, state: ListState, sent: int, last: tuple[int, str], more: bool, now: int
+    ) -> str:
+        """The resumptionToken element (§3.5); none for a list that fit in one page, and an
+        empty one on the last page of a longer list."""
+        if not more:
+            total = max(state.total, state.cursor + sent)
+            return (
+                "" if state.cursor == 0 else render.resumption_token("", total, state.cursor, None)
+            )
+        nxt = state.advance(last, sent, now=now)
+        total = max(state.total, nxt.cursor + 1)
+        return render.resumption_token(
+            self.codec.encode(nxt), total, state.cursor, self.codec.expires(nxt)
+        )
+
+
+def _header(rec: FileRecord) -> str:
+    return render.header(rec.identifier, rec.datestamp, rec.deleted, rec.mime)
+
+
+def _require(page: Sequence[object]) -> None:
+    """A list page holds at least one item (OAI-PMH.xsd). A resumed list can come up empty
+    when every remaining item changed after the list began: those are outside this list,
+    which has therefore ended; the next incremental harvest gets them."""
+    if not page:
+        raise NoRecordsMatch("No item remains in this list: the rest changed since it began")

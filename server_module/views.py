@@ -1,0 +1,184 @@
+"""The Flask blueprint: the OAI-PMH endpoint, its stylesheet and schemas, and the site's files.
+
+Files are looked up in the index by their exact relative path, never by joining a request path
+onto the document root, and opened through :func:`server_module.files.open_public`, so neither
+``..`` (plain or percent-encoded, once or twice) nor a symlink out of the root reaches a byte
+outside it. They are served with exactly the headers the ``http_header`` format reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import zlib
+from importlib.resources import files as package_files
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from flask import Blueprint, Response, current_app, request
+from werkzeug.datastructures import Headers
+from werkzeug.wsgi import wrap_file
+
+from server_module.files import open_public
+from server_module.headers import etag, file_headers, http_date
+from server_module.oai.errors import BadArgument
+from server_module.oai.render import Envelope, document, errors_body
+from server_module.records import FileRecord
+from server_module.repository import Repository
+
+log = logging.getLogger(__name__)
+XML = "text/xml; charset=UTF-8"
+STATIC = package_files("server_module") / "static"
+
+
+def make_blueprint(endpoint: str) -> Blueprint:
+    bp = Blueprint("oai", __name__)
+    bp.add_url_rule(endpoint, "endpoint", oai_endpoint, methods=["GET", "POST"])
+    bp.add_url_rule(f"{endpoint}/oai2.xsl", "stylesheet", stylesheet)
+    bp.add_url_rule(f"{endpoint}/schemas/<name>", "schema", schema)
+    return bp
+
+
+def file_blueprint() -> Blueprint:
+    bp = Blueprint("files", __name__)
+    bp.add_url_rule("/", "root", site_file, defaults={"subpath": ""})
+    bp.add_url_rule("/<path:subpath>", "file", site_file)
+    return bp
+
+
+def repository() -> Repository:
+    repo: Repository = current_app.extensions["oai_repository"]
+    return repo
+
+
+# -- the endpoint ------------------------------------------------------------------------
+
+
+def oai_endpoint() -> Response:
+    repo = repository()
+    raw = _raw_arguments()
+    return _compressed(_too_large(repo) if raw is None else repo.handle(raw))
+
+
+def _raw_arguments() -> list[tuple[str, str]] | None:
+    """The arguments in order, repeats kept (GET query or POST form); None when oversized."""
+    limit = current_app.extensions["oai_settings"].max_request_bytes
+    query = request.query_string
+    if len(query) > limit or (request.content_length or 0) > limit:
+        return None
+    if request.method == "POST":
+        return list(request.form.items(multi=True)) + list(request.args.items(multi=True))
+    return list(request.args.items(multi=True))
+
+
+def _too_large(repo: Repository) -> bytes:
+    env = Envelope(int(repo.clock()), repo.settings.endpoint_url, repo.stylesheet_url)
+    return document(env, (), errors_body([BadArgument("The request is too large")]))
+
+
+def _compressed(body: bytes) -> Response:
+    """gzip or deflate when the client asks (advertised in Identify's ``compression``)."""
+    accepted = request.accept_encodings
+    headers = Headers({"Content-Type": XML, "Vary": "Accept-Encoding"})
+    if accepted["gzip"]:
+        body = _gzip(body)
+        headers["Content-Encoding"] = "gzip"
+    elif accepted["deflate"]:
+        body = zlib.compress(body, 6)
+        headers["Content-Encoding"] = "deflate"
+    return Response(body, headers=headers)
+
+
+def _gzip(body: bytes) -> bytes:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return compressor.compress(body) + compressor.flush()
+
+
+def stylesheet() -> Response:
+    data = (STATIC / "oai2.xsl").read_bytes()
+    return Response(data, content_type="text/xsl; charset=UTF-8")
+
+
+def schema(name: str) -> Response:
+    if name not in ("http_header.xsd", "preservation.xsd"):
+        return Response("not found\n", status=404, content_type="text/plain")
+    data = (STATIC / "schemas" / name).read_bytes()
+    return Response(data, content_type="text/xml; charset=UTF-8")
+
+
+# -- the site's files --------------------------------------------------------------------
+
+
+def site_file(subpath: str) -> Response:
+    relpath = _request_relpath()
+    repo = repository()
+    with repo.index.snapshot() as snap:
+        record = snap.get_by_relpath(relpath) if relpath else None
+        if record is None and (not relpath or relpath.endswith(b"/")):
+            record = snap.get_by_relpath(relpath + b"index.html")
+    if record is None or record.deleted:
+        return Response("not found\n", status=404, content_type="text/plain")
+    return _serve(repo, record)
+
+
+def _request_relpath() -> bytes:
+    """The path as the client sent it, percent-decoded exactly once, as bytes.
+
+    From the raw request line where the server gives it (gunicorn and werkzeug set
+    ``RAW_URI``): werkzeug's own PATH_INFO has already turned bytes that are not UTF-8 into
+    replacement characters. Else PATH_INFO, which PEP 3333 carries as latin-1.
+    """
+    environ = request.environ
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        path = unquote_to_bytes(raw.split("?", 1)[0].split("#", 1)[0])
+        prefix = environ.get("SCRIPT_NAME", "").encode("latin-1")
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix) :]
+    else:
+        path = environ.get("PATH_INFO", "").encode("latin-1", "replace")
+    return path.lstrip(b"/")
+
+
+def _serve(repo: Repository, record: FileRecord) -> Response:
+    opened = open_public(repo.settings.docroot, record.relpath)
+    if opened is None:
+        return Response("not found\n", status=404, content_type="text/plain")
+    handle, info = opened
+    fresh = info.st_size == record.size and info.st_mtime_ns == record.mtime_ns
+    headers = Headers(file_headers(record) if fresh else _live_headers(record, info))
+    if _not_modified(headers):
+        handle.close()
+        return Response(
+            status=304, headers=[(k, v) for k, v in headers if k in ("ETag", "Last-Modified")]
+        )
+    body: Any = wrap_file(request.environ, handle)
+    return Response(body, headers=headers, direct_passthrough=True)
+
+
+def _live_headers(record: FileRecord, info: os.stat_result) -> list[tuple[str, str]]:
+    """The file changed since the last refresh: describe what is on disk now."""
+    weak = f'W/"{info.st_size:x}-{info.st_mtime_ns:x}"'
+    return [
+        ("Content-Type", record.mime),
+        ("Content-Length", str(info.st_size)),
+        ("Last-Modified", http_date(info.st_mtime_ns)),
+        ("ETag", weak),
+        ("Accept-Ranges", "none"),
+    ]
+
+
+def _not_modified(headers: Headers) -> bool:
+    """RFC 9110 §13.2.2: If-None-Match wins over If-Modified-Since."""
+    tag = headers["ETag"]
+    if request.if_none_match:
+        return request.if_none_match.contains_weak(tag.removeprefix("W/").strip('"'))
+    since = request.if_modified_since
+    if since is not None:
+        from email.utils import parsedate_to_datetime
+
+        return parsedate_to_datetime(headers["Last-Modified"]) <= since
+    return False
+
+
+__all__ = ["etag", "file_blueprint", "make_blueprint"]

@@ -1,0 +1,68 @@
+"""Shared fixtures: generated sites and a real provider on a loopback port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from lxml import etree
+
+from tests.schemas import assert_valid
+from tests.servers import RunningServer, start_wsgi
+from tests.sites import Manifest, make_site
+
+OAI = "{http://www.openarchives.org/OAI/2.0/}"
+NS = {"oai": "http://www.openarchives.org/OAI/2.0/"}
+
+
+def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
+    kwargs = {
+        "docroot": str(root),
+        "base_url": "http://{host}:{port}",
+        "index_path": str(index),
+        "refresh_interval": 0,
+        **settings,
+    }
+    return start_wsgi("server_module.app:create_app", kwargs, ready_path="/oai?verb=Identify")
+
+
+class OAIClient:
+    """Plain requests plus schema validation of every answer: the tests' own thin client."""
+
+    def __init__(self, server: RunningServer, endpoint: str = "/oai") -> None:
+        self.url = server.url + endpoint
+        self.session = requests.Session()
+
+    def get(self, method: str = "GET", **params: str) -> etree._Element:
+        if method == "POST":
+            resp = self.session.post(self.url, data=params, timeout=30)
+        else:
+            resp = self.session.get(self.url, params=params, timeout=30)
+        assert resp.status_code == 200, resp.text[:500]
+        assert resp.headers["Content-Type"] == "text/xml; charset=UTF-8"
+        return assert_valid(resp.content)
+
+    def error_code(self, **params: str) -> str | None:
+        root = self.get(**params)
+        error = root.find(f"{OAI}error")
+        return None if error is None else error.get("code")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
+    return make_site(tmp_path_factory.mktemp("site") / "www", pages=60, seed=11)
+
+
+@pytest.fixture(scope="module")
+def provider(site: Manifest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    index = tmp_path_factory.mktemp("index") / "index.sqlite"
+    with start_provider(site.root, index, page_size=7, records_page_size=5) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def oai(provider: RunningServer) -> OAIClient:
+    return OAIClient(provider)
