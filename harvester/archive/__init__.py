@@ -1,0 +1,1 @@
+"""Archive output: rotating WARC files (``warc.py``), DIDL records and CDXJ indexes."""

@@ -1,0 +1,638 @@
+"""Rotating WARC output: record builders, size-based rotation, ``.open`` files and crash repair.
+
+Modelled on pywb's ``MultiFileWARCWriter`` and built on warcio. Files are WARC/1.1
+(ISO 28500:2017), gzip-compressed with one gzip member per record (WARC 1.1, annex D.2),
+so every record can be read from its offset alone. A file is written as
+``<prefix>-<UTC timestamp>-<serial>-<pid>.warc.gz.open`` and renamed to ``.warc.gz`` when
+it is closed; each file starts with a ``warcinfo`` record (section 6.2).
+
+Crash safety: :meth:`RotatingWARCWriter.write_group` flushes and fsyncs before it returns,
+and the writer holds an advisory ``flock`` on its ``.open`` file. After a crash,
+:func:`repair_open_files` cuts each unlocked ``.open`` file back to its last complete
+record and renames it. :func:`verify_warc` decompresses every member in full, because
+warcio does not notice a truncated last member (warcio issue #138).
+
+The writer is not thread-safe: call it from one thread.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from io import BytesIO
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordbuilder import RecordBuilder
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParserException
+from warcio.warcwriter import WARCWriter
+
+from harvester.exceptions import ArchiveError
+
+__all__ = [
+    "DEFAULT_MAX_SIZE",
+    "REVISIT_PROFILES",
+    "WARC_VERSION",
+    "RecordLocation",
+    "RotatingWARCWriter",
+    "repair_open_files",
+    "verify_warc",
+]
+
+log = logging.getLogger(__name__)
+
+WARC_VERSION = "1.1"
+WARC_SUFFIX = ".warc.gz"
+OPEN_SUFFIX = ".open"
+DEFAULT_MAX_SIZE = 1_000_000_000
+REVISIT_PROFILES: Mapping[str, str] = {
+    "identical-payload-digest": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
+    "server-not-modified": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
+}
+WARCINFO_DEFAULTS: Mapping[str, str] = {
+    "format": "WARC File Format 1.1",
+    "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+}
+
+# Compressed bytes read at a time while walking gzip members; deflate expands at most
+# ~1000:1, so this also bounds the memory one decompress call can take (~16 MiB).
+_READ_SIZE = 1 << 14
+# Enough of a decompressed member to hold its WARC header block.
+_HEAD_SIZE = 1 << 16
+_SPOOL_SIZE = 1 << 20
+
+
+@dataclass(frozen=True)
+class RecordLocation:
+    """Where :meth:`RotatingWARCWriter.write_group` put one record."""
+
+    record_id: str
+    filename: str  # the final ``.warc.gz`` name, without ``.open``
+    offset: int  # of the record's gzip member
+    length: int  # of the record's gzip member
+    warc_date: str
+
+
+@dataclass
+class _OpenFile:
+    """The ``.open`` file being written, with its warcio writer."""
+
+    path: Path
+    fh: BinaryIO
+    writer: WARCWriter
+    groups: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.path.name.removesuffix(OPEN_SUFFIX)
+
+
+class RotatingWARCWriter:
+    """Writes record groups into size-rotated WARC files; see the module docstring."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        prefix: str = "harvest",
+        max_size: int = DEFAULT_MAX_SIZE,
+        warcinfo: Mapping[str, str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        make_id: Callable[[], str] | None = None,
+    ) -> None:
+        if max_size <= 0:
+            raise ValueError(f"max_size must be positive, not {max_size}")
+        self.directory = Path(directory)
+        self.prefix = prefix
+        self.max_size = max_size
+        self._warcinfo = _warcinfo_fields(warcinfo)
+        self._clock = clock or _utcnow
+        self._make_id = make_id or _new_record_id
+        self._builder = RecordBuilder(warc_version=WARC_VERSION)
+        self._serial = 0
+        self._is_open = False
+        self._file: _OpenFile | None = None
+
+    @property
+    def current_path(self) -> Path | None:
+        """The ``.open`` file being written, if any."""
+        return self._file.path if self._file else None
+
+    def open(self) -> None:
+        """Create the directory and repair ``.open`` files left by a crashed writer."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ArchiveError(f"cannot create {self.directory}: {exc}") from exc
+        repair_open_files(self.directory)
+        self._is_open = True
+
+    def close(self) -> None:
+        """Finish the current file: fsync it and drop its ``.open`` suffix."""
+        if self._file is not None:
+            self._finish()
+        self._is_open = False
+
+    def __enter__(self) -> RotatingWARCWriter:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def write_group(
+        self,
+        records: Sequence[ArcWarcRecord],
+        then: Callable[[list[RecordLocation]], Sequence[ArcWarcRecord]] | None = None,
+    ) -> list[RecordLocation]:
+        """Write records into one file, then fsync; on failure the file is cut back.
+
+        ``then`` builds more records of the same group from where the first ones landed (a
+        DIDL record that points at its response's offset); they go into the same file.
+        """
+        if not self._is_open:
+            raise ArchiveError("the WARC writer is not open")
+        if not records:
+            return []
+        current = self._file_for_group()
+        start = current.fh.tell()
+        try:
+            locations = [self._write_record(current, record) for record in records]
+            if then is not None:
+                locations += [self._write_record(current, r) for r in then(list(locations))]
+            current.fh.flush()
+            os.fsync(current.fh.fileno())
+        except OSError as exc:
+            self._roll_back(current, start)
+            raise ArchiveError(f"cannot write to {current.path}: {exc}") from exc
+        except BaseException:
+            self._roll_back(current, start)
+            raise
+        current.groups += 1
+        return locations
+
+    # -- record builders ------------------------------------------------------------
+
+    def request_record(
+        self,
+        uri: str,
+        http_headers: StatusAndHeaders,
+        body: bytes = b"",
+        *,
+        concurrent_to: str | None = None,
+        ip: str | None = None,
+    ) -> ArcWarcRecord:
+        """A ``request`` record; ``concurrent_to`` is the response's WARC-Record-ID."""
+        headers = {"WARC-Concurrent-To": concurrent_to, "WARC-IP-Address": ip}
+        return self._build("request", uri, body, http_headers=http_headers, headers=headers)
+
+    def response_record(
+        self,
+        uri: str,
+        http_headers: StatusAndHeaders,
+        payload: BinaryIO | bytes,
+        *,
+        ip: str | None = None,
+        truncated: str | None = None,
+        extra: Mapping[str, str] | None = None,
+    ) -> ArcWarcRecord:
+        """A ``response`` record; ``truncated`` is a WARC-Truncated reason such as "length"."""
+        headers = {"WARC-IP-Address": ip, "WARC-Truncated": truncated, **(extra or {})}
+        return self._build("response", uri, payload, http_headers=http_headers, headers=headers)
+
+    def resource_record(
+        self,
+        uri: str,
+        content_type: str,
+        payload: bytes,
+        *,
+        extra: Mapping[str, str] | None = None,
+    ) -> ArcWarcRecord:
+        """A ``resource`` record: content not obtained as an HTTP response."""
+        return self._build("resource", uri, payload, content_type=content_type, headers=extra)
+
+    def metadata_record(
+        self,
+        payload: bytes,
+        *,
+        content_type: str = "application/xml",
+        refers_to: str | None = None,
+        target_uri: str | None = None,
+        extra: Mapping[str, str] | None = None,
+    ) -> ArcWarcRecord:
+        """A ``metadata`` record, without WARC-Target-URI unless one is given.
+
+        WARC 1.1 lets a metadata record go without one (section 5.4, WARC-Target-URI);
+        with one, replay indexers would list the record as a capture of that URL.
+        """
+        headers = {"WARC-Refers-To": refers_to, **(extra or {})}
+        uri = target_uri or ""
+        return self._build("metadata", uri, payload, content_type=content_type, headers=headers)
+
+    def revisit_record(
+        self,
+        uri: str,
+        http_headers: StatusAndHeaders | None,
+        *,
+        refers_to_uri: str,
+        refers_to_date: str,
+        payload_digest: str,
+        profile: str = "identical-payload-digest",
+        refers_to: str | None = None,
+    ) -> ArcWarcRecord:
+        """A ``revisit`` record (section 6.7); ``profile`` is a key of REVISIT_PROFILES."""
+        if profile not in REVISIT_PROFILES:
+            raise ValueError(f"unknown revisit profile {profile!r}")
+        headers = {
+            "WARC-Profile": REVISIT_PROFILES[profile],
+            "WARC-Refers-To": refers_to,
+            "WARC-Refers-To-Target-URI": refers_to_uri,
+            "WARC-Refers-To-Date": refers_to_date,
+            "WARC-Payload-Digest": payload_digest,
+        }
+        record = self._build("revisit", uri, b"", http_headers=http_headers, headers=headers)
+        if http_headers is None:
+            record.content_type = None  # an empty block has no type
+        return record
+
+    def _build(
+        self,
+        record_type: str,
+        uri: str,
+        payload: BinaryIO | bytes,
+        *,
+        http_headers: StatusAndHeaders | None = None,
+        content_type: str = "",
+        headers: Mapping[str, str | None] | None = None,
+    ) -> ArcWarcRecord:
+        warc_headers = {
+            "WARC-Type": record_type,
+            "WARC-Record-ID": self._make_id(),
+            "WARC-Date": _warc_date(self._clock()),
+        }
+        if uri:
+            warc_headers["WARC-Target-URI"] = uri
+        warc_headers.update({k: v for k, v in (headers or {}).items() if v is not None})
+        stream, length = _as_stream(payload)
+        record = self._builder.create_warc_record(
+            uri,
+            record_type,
+            payload=stream,
+            length=length,
+            warc_content_type=content_type,
+            warc_headers_dict=warc_headers,
+            http_headers=http_headers,
+        )
+        self._builder.ensure_digest(record, block=True, payload=False)
+        return record
+
+    # -- files ----------------------------------------------------------------------
+
+    def _file_for_group(self) -> _OpenFile:
+        current = self._file
+        if current is not None and current.groups and current.fh.tell() >= self.max_size:
+            log.info("%s reached %d bytes; rotating", current.path, current.fh.tell())
+            self._finish()
+            current = None
+        if current is None:
+            current = self._file = self._start_file()
+        return current
+
+    def _start_file(self) -> _OpenFile:
+        path, fh = self._create_unique()
+        current = _OpenFile(path, fh, WARCWriter(fh, gzip=True, warc_version=WARC_VERSION))
+        try:
+            self._write_record(current, self._warcinfo_record(current.name))
+            fh.flush()
+            os.fsync(fh.fileno())
+            _fsync_dir(self.directory)
+        except OSError as exc:
+            fh.close()
+            raise ArchiveError(f"cannot start {path}: {exc}") from exc
+        log.info("started %s", path)
+        return current
+
+    def _create_unique(self) -> tuple[Path, BinaryIO]:
+        """Create and lock a new ``.open`` file whose name has never been used."""
+        stamp = _utc(self._clock()).strftime("%Y%m%d%H%M%S%f")
+        while True:
+            name = f"{self.prefix}-{stamp}-{self._serial:05d}-{os.getpid()}{WARC_SUFFIX}"
+            self._serial += 1
+            path = self.directory / (name + OPEN_SUFFIX)
+            if (self.directory / name).exists():
+                continue
+            try:
+                fh = open(path, "xb")  # noqa: SIM115 - kept open until _finish
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise ArchiveError(f"cannot create {path}: {exc}") from exc
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            if os.fstat(fh.fileno()).st_nlink:
+                return path, fh
+            fh.close()  # a concurrent repair deleted it before we held the lock
+
+    def _warcinfo_record(self, filename: str) -> ArcWarcRecord:
+        body = "".join(f"{k}: {v}\r\n" for k, v in self._warcinfo.items() if v)
+        return self._build(
+            "warcinfo",
+            "",
+            body.encode("utf-8"),
+            content_type="application/warc-fields",
+            headers={"WARC-Filename": filename},
+        )
+
+    def _write_record(self, current: _OpenFile, record: ArcWarcRecord) -> RecordLocation:
+        offset = current.fh.tell()
+        current.writer.write_record(record)
+        return RecordLocation(
+            record_id=record.rec_headers.get_header("WARC-Record-ID"),
+            filename=current.name,
+            offset=offset,
+            length=current.fh.tell() - offset,
+            warc_date=record.rec_headers.get_header("WARC-Date"),
+        )
+
+    def _roll_back(self, current: _OpenFile, start: int) -> None:
+        """Cut a half-written group off, so that groups are never split."""
+        try:
+            current.fh.seek(start)
+            current.fh.truncate()
+        except OSError:
+            log.exception("cannot cut %s back to %d; leaving it for repair", current.path, start)
+            current.fh.close()
+            self._file = None
+
+    def _finish(self) -> None:
+        current, self._file = self._file, None
+        if current is None:
+            return
+        final = current.path.with_name(current.name)
+        try:
+            current.fh.flush()
+            os.fsync(current.fh.fileno())
+            _rename_new(current.path, final)
+            _fsync_dir(self.directory)
+        except OSError as exc:
+            raise ArchiveError(f"cannot finish {current.path}: {exc}") from exc
+        finally:
+            current.fh.close()
+        log.info("finished %s", final)
+
+
+# -- repair and verification -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One complete gzip member: where it ends and the WARC-Type of the record it holds."""
+
+    end: int
+    record_type: str | None  # None: not exactly one complete WARC record
+
+
+def repair_open_files(
+    directory: Path, group_end: Callable[[str], bool] | None = None
+) -> list[Path]:
+    """Cut leftover, unlocked ``.open`` files back to their last complete record.
+
+    With ``group_end``, cut further, back to the last record of a type that ends a group
+    (the harvester ends every group with its DIDL ``metadata`` record), so that no half
+    group survives. Each file is renamed to ``.warc.gz``, or deleted when no record but
+    warcinfo survives. Returns the repaired files.
+    """
+    repaired = []
+    for path in sorted(Path(directory).glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}")):
+        try:
+            final = _repair(path, group_end)
+        except OSError as exc:
+            raise ArchiveError(f"cannot repair {path}: {exc}") from exc
+        if final is not None:
+            repaired.append(final)
+    return repaired
+
+
+def _repair(path: Path, group_end: Callable[[str], bool] | None = None) -> Path | None:
+    try:
+        fh = open(path, "r+b")  # noqa: SIM115 - closed below, after the rename
+    except FileNotFoundError:
+        return None  # finished by its writer meanwhile
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("%s is being written; not repairing it", path)
+            return None
+        members = _complete_members(fh)
+        if group_end is not None:
+            members = _whole_groups(members, group_end)
+        if all(m.record_type == "warcinfo" for m in members):
+            path.unlink()
+            log.warning("deleted %s: no complete record after warcinfo", path)
+            return None
+        end, size = members[-1].end, os.fstat(fh.fileno()).st_size
+        fh.truncate(end)
+        os.fsync(fh.fileno())
+        final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
+        _rename_new(path, final)
+    _fsync_dir(path.parent)
+    log.warning("repaired %s: kept %d records, cut %d bytes", final, len(members), size - end)
+    return final
+
+
+def _whole_groups(members: list[_Member], group_end: Callable[[str], bool]) -> list[_Member]:
+    """The members up to the last one that ends a group (or the warcinfo)."""
+    for last in range(len(members) - 1, -1, -1):
+        kind = members[last].record_type or ""
+        if kind == "warcinfo" or group_end(kind):
+            return members[: last + 1]
+    return []
+
+
+def _complete_members(fh: BinaryIO) -> list[_Member]:
+    members = []
+    for member in _members(fh):
+        if member.record_type is None:
+            break
+        members.append(member)
+    return members
+
+
+def verify_warc(path: Path) -> int:
+    """Check every gzip member, record and digest of a ``.warc.gz``; return the record count.
+
+    Raises ArchiveError on a truncated or corrupt member, a member not holding exactly
+    one record, an unreadable record or a digest mismatch.
+    """
+    try:
+        with open(path, "rb") as fh:
+            members = _count_members(fh, path)
+            fh.seek(0)
+            records = _count_records(fh, path)
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {path}: {exc}") from exc
+    if records != members:
+        raise ArchiveError(f"{path}: {members} gzip members but {records} records")
+    return records
+
+
+def _count_members(fh: BinaryIO, path: Path) -> int:
+    count = end = 0
+    for member in _members(fh):
+        if member.record_type is None:
+            raise ArchiveError(f"{path}: the member ending at {member.end} is not one record")
+        count, end = count + 1, member.end
+    if end != os.fstat(fh.fileno()).st_size:
+        raise ArchiveError(f"{path}: truncated or corrupt gzip member at offset {end}")
+    return count
+
+
+def _count_records(fh: BinaryIO, path: Path) -> int:
+    count = 0
+    try:
+        for record in ArchiveIterator(fh, check_digests=True):
+            while record.raw_stream.read(_READ_SIZE):
+                pass
+            if record.digest_checker.passed is False:
+                problems = "; ".join(record.digest_checker.problems)
+                raise ArchiveError(f"{path}: record {count}: {problems}")
+            count += 1
+    except (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError, ValueError) as exc:
+        raise ArchiveError(f"{path}: record {count}: {exc}") from exc
+    return count
+
+
+def _members(fh: BinaryIO) -> Iterator[_Member]:
+    """Walk the gzip members of ``fh``; stop at the end or at a truncated or corrupt one."""
+    offset = 0
+    data = fh.read(_READ_SIZE)
+    while data:
+        inflated = _inflate_member(fh, data)
+        if inflated is None:
+            return
+        consumed, head, size, data = inflated
+        offset += consumed
+        yield _Member(offset, _record_type(head, size))
+
+
+def _inflate_member(fh: BinaryIO, data: bytes) -> tuple[int, bytes, int, bytes] | None:
+    """Decompress the member starting at ``data``.
+
+    Returns its compressed length, the head of its content, the content size and the
+    bytes read past its end; None when it is truncated or corrupt (CRC included).
+    """
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    head = bytearray()
+    consumed = size = 0
+    while not inflater.eof:
+        if not data:
+            data = fh.read(_READ_SIZE)
+            if not data:
+                return None
+        try:
+            out = inflater.decompress(data)
+        except zlib.error:
+            return None
+        size += len(out)
+        head += out[: max(0, _HEAD_SIZE - len(head))]
+        consumed += len(data) - len(inflater.unused_data)
+        data = inflater.unused_data  # empty until the member ends
+    return consumed, bytes(head), size, data
+
+
+def _record_type(head: bytes, size: int) -> str | None:
+    """The WARC-Type if the content is exactly one complete WARC record, else None."""
+    end = head.find(b"\r\n\r\n")
+    if end < 0 or not head.startswith(b"WARC/"):
+        return None
+    fields = {}
+    for line in head[:end].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        fields[name.strip().lower()] = value.strip()
+    try:
+        length = int(fields[b"content-length"])
+    except (KeyError, ValueError):
+        return None
+    if size != end + 4 + length + 4:  # header block, CRLF CRLF, content block, CRLF CRLF
+        return None
+    return fields.get(b"warc-type", b"").decode("ascii", "replace") or None
+
+
+# -- small helpers ----------------------------------------------------------------------
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_record_id() -> str:
+    return f"<urn:uuid:{uuid.uuid4()}>"
+
+
+def _utc(moment: datetime) -> datetime:
+    """``moment`` in UTC; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _warc_date(moment: datetime) -> str:
+    """A WARC/1.1 date with microseconds, e.g. ``2024-05-01T12:00:00.000000Z``."""
+    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _warcinfo_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
+    merged = dict(fields or {})
+    for name, value in WARCINFO_DEFAULTS.items():
+        merged.setdefault(name, value)
+    merged.setdefault("hostname", socket.gethostname())
+    return merged
+
+
+def _as_stream(payload: BinaryIO | bytes) -> tuple[BinaryIO, int]:
+    """A seekable stream over ``payload`` and the number of bytes left in it."""
+    if isinstance(payload, bytes | bytearray | memoryview):
+        return BytesIO(payload), len(payload)
+    if not payload.seekable():
+        spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_SIZE)  # noqa: SIM115
+        shutil.copyfileobj(payload, spool)
+        spool.seek(0)
+        payload = spool  # type: ignore[assignment]
+    start = payload.tell()
+    end = payload.seek(0, os.SEEK_END)
+    payload.seek(start)
+    return payload, end - start
+
+
+def _rename_new(source: Path, target: Path) -> None:
+    """Rename without ever replacing an existing file."""
+    if target.exists():
+        raise ArchiveError(f"cannot rename {source}: {target} already exists")
+    source.rename(target)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a created, renamed or deleted directory entry durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

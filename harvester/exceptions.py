@@ -1,0 +1,117 @@
+"""The harvester's errors, grouped by what the caller can do about each.
+
+::
+
+    HarvestError                 base; ``retryable`` says whether trying again may help
+    ├── FetchError               a resource or endpoint could not be fetched
+    │   ├── TransientFetchError  timeouts, resets, 429/5xx: retry with back-off (retryable)
+    │   └── PermanentFetchError  4xx other than 429, refused by robots.txt, too many redirects
+    ├── OAIError                 the provider answered with an OAI-PMH <error>; one class per code
+    │   ├── BadArgument, BadVerb, CannotDisseminateFormat, IdDoesNotExist,
+    │   │   NoMetadataFormats, NoSetHierarchy
+    │   ├── BadResumptionToken   restart the list from the saved datestamp (retryable)
+    │   └── NoRecordsMatch       nothing to do: not a failure
+    ├── ProtocolError            malformed or truncated XML, bad dates, not OAI-PMH at all
+    ├── DiscoveryError           no OAI-PMH endpoint, and crawling is not allowed
+    ├── ArchiveError             a WARC or DIDL could not be written or repaired
+    └── StateError               the state database is unusable
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class HarvestError(Exception):
+    """Base of every harvester error."""
+
+    retryable: ClassVar[bool] = False
+
+
+class FetchError(HarvestError):
+    """A resource or endpoint could not be fetched."""
+
+
+class TransientFetchError(FetchError):
+    """Timeouts, connection resets, HTTP 429 and 5xx: worth retrying after a pause."""
+
+    retryable = True
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PermanentFetchError(FetchError):
+    """4xx other than 429, disallowed by robots.txt, redirect loops: retrying now won't help."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class OAIError(HarvestError):
+    """An OAI-PMH ``<error code="...">``; each code has its own subclass."""
+
+    code: ClassVar[str] = ""
+
+    @classmethod
+    def for_code(cls, code: str, message: str) -> OAIError:
+        """The exception class named by the provider's error code."""
+        sub = next((s for s in cls.__subclasses__() if s.code == code), None)
+        return (sub or ProtocolErrorCode)(message if sub else f"{code}: {message}")
+
+
+class BadArgument(OAIError):
+    code = "badArgument"
+
+
+class BadResumptionToken(OAIError):
+    code = "badResumptionToken"
+    retryable = True
+
+
+class BadVerb(OAIError):
+    code = "badVerb"
+
+
+class CannotDisseminateFormat(OAIError):
+    code = "cannotDisseminateFormat"
+
+
+class IdDoesNotExist(OAIError):
+    code = "idDoesNotExist"
+
+
+class NoRecordsMatch(OAIError):
+    code = "noRecordsMatch"
+
+
+class NoMetadataFormats(OAIError):
+    code = "noMetadataFormats"
+
+
+class NoSetHierarchy(OAIError):
+    code = "noSetHierarchy"
+
+
+class ProtocolErrorCode(OAIError):
+    """An error code the OAI-PMH specification does not define."""
+
+    code = "?"
+
+
+class ProtocolError(HarvestError):
+    """The answer is not well-formed OAI-PMH: bad or truncated XML, bad dates."""
+
+
+class DiscoveryError(HarvestError):
+    """No OAI-PMH endpoint was found and the mode does not allow crawling."""
+
+
+class ArchiveError(HarvestError):
+    """A WARC, DIDL or index file could not be written or repaired."""
+
+
+class StateError(HarvestError):
+    """The state database cannot be opened, is from a newer version, or is corrupt."""

@@ -1,0 +1,614 @@
+"""The one HTTP seam of the harvester: every resource is fetched through a :class:`Fetcher`.
+
+A fetch is bounded in every direction a hostile or broken server can push:
+
+- **time**: a connect timeout, a per-read timeout, an overall deadline per response (counted
+  from the request, so it includes waiting for a pooled connection) and a minimum average
+  body transfer rate after a grace period;
+- **size**: the body is cut at ``max_size`` bytes; response headers are limited in count,
+  per-field size and total size (aiohttp's parser enforces the first two while parsing);
+- **hops**: redirects are followed by hand, one recorded hop at a time, up to a limit, and a
+  loop ends the fetch.
+
+A cut body is kept and marked with the reason WARC 1.1 names for its ``WARC-Truncated`` field:
+``"length"`` (``max_size`` reached), ``"time"`` (deadline, stall or rate below ``min_rate``)
+or ``"disconnect"`` (the server closed or reset mid-body, e.g. a lying Content-Length). A cut
+before the first body byte raises :class:`TransientFetchError` instead.
+
+**Payload fidelity.** Requests say ``Accept-Encoding: identity`` and the session never
+decompresses, so ``FetchResult.body`` is the entity body exactly as sent, with the transfer
+coding (chunked) removed and any content coding kept. A server that sends gzip anyway gets its
+compressed bytes stored, bounded by ``max_size``; nothing is inflated here, so a decompression
+bomb costs no more than its compressed size. A WARC writer must drop ``Transfer-Encoding``
+from the stored headers, since the body it gets is already de-chunked.
+
+**Retries.** HTTP 429 and 5xx, connection failures and timeouts before the headers are tried
+again up to ``retries`` times, with exponential back-off and jitter, honouring ``Retry-After``
+(RFC 9110 §10.2.3) in both of its forms. A server asking for a longer pause than
+``backoff_max`` ends the retries at once; the error carries its ``retry_after`` so the caller
+can come back later. Other 4xx answers are results, not errors: the caller records 404 and 410.
+A malformed response (too many or too large headers, a bad status line) is a
+:class:`PermanentFetchError`.
+
+**robots.txt** (RFC 9309) is read once per scheme, host and port and cached: a 4xx answer
+allows everything; a 5xx answer, 429 or a network error disallows everything for a short
+while (§2.3.1.4), which :meth:`Fetcher.fetch` reports as a :class:`TransientFetchError`; a
+real ``Disallow`` is a :class:`PermanentFetchError`. Crawl-delay is reported, not enforced:
+pacing belongs to the scheduler.
+
+No cookies are kept (each request stands alone, so captures do not depend on crawl order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from types import TracebackType
+from typing import Protocol, cast
+
+import aiohttp
+from protego import Protego
+from yarl import URL
+
+from harvester import __version__
+from harvester.exceptions import PermanentFetchError, TransientFetchError
+
+log = logging.getLogger(__name__)
+
+KiB = 1024
+MiB = 1024 * KiB
+
+TRUNCATED_LENGTH = "length"
+TRUNCATED_TIME = "time"
+TRUNCATED_DISCONNECT = "disconnect"
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+ROBOTS_REDIRECTS = 5  # RFC 9309 §2.3.1.2: follow at least five
+
+Clock = Callable[[], datetime]
+Sleep = Callable[[float], Awaitable[None]]
+Header = tuple[str, str]
+Redirect = tuple[str, int, str]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    """Every limit of the fetcher; times in seconds, sizes in bytes."""
+
+    user_agent: str = f"coop-archive-harvester/{__version__} (+https://example.org/contact)"
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    deadline: float = 120.0
+    min_rate: float = 1024.0
+    rate_grace: float = 5.0
+    max_size: int = 100 * MiB
+    max_header_size: int = 64 * KiB
+    max_header_count: int = 200
+    max_redirects: int = 10
+    retries: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 60.0
+    per_host: int = 4
+    total_connections: int = 64
+    obey_robots: bool = True
+    robots_max_size: int = 500 * KiB
+    robots_ttl: float = 24 * 3600.0
+    robots_error_ttl: float = 300.0
+
+    @property
+    def robots_token(self) -> str:
+        """The product token matched against ``User-agent`` lines (RFC 9309 §2.2.1).
+
+        >>> FetchSettings(user_agent="mybot/2.0 (+https://example.org/)").robots_token
+        'mybot'
+        """
+        words = self.user_agent.split("/", 1)[0].split()
+        return words[0] if words else "*"
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """One HTTP exchange as the archive needs it.
+
+    ``started``, ``elapsed``, the headers and the body belong to the final hop; ``url`` is the
+    URL asked for and ``redirects`` the hops from it to ``final_url``.
+    """
+
+    url: str
+    final_url: str
+    method: str
+    status: int
+    reason: str
+    http_version: str
+    request_headers: list[Header]
+    response_headers: list[Header]
+    body: bytes
+    truncated: str | None
+    peer_ip: str | None
+    started: datetime
+    elapsed: float
+    redirects: list[Redirect] = field(default_factory=list)
+
+    def header(self, name: str) -> str | None:
+        """The first response header called ``name`` (case-insensitive), or None."""
+        wanted = name.lower()
+        return next((v for k, v in self.response_headers if k.lower() == wanted), None)
+
+
+class ResourceFetcher(Protocol):
+    """What the rest of the harvester needs from a fetcher (fakes implement this)."""
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        follow_redirects: bool = True,
+    ) -> FetchResult: ...
+
+
+@dataclass(frozen=True)
+class _Policy:
+    """The limits of one logical fetch: a resource, or a robots.txt."""
+
+    max_size: int
+    retries: int
+    max_redirects: int
+    obey_robots: bool
+
+
+def parse_retry_after(value: str, now: datetime) -> float | None:
+    """Seconds to wait according to a ``Retry-After`` value (RFC 9110 §10.2.3), or None.
+
+    >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
+    >>> parse_retry_after("120", now)
+    120.0
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now)
+    30.0
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now)  # already past
+    0.0
+    >>> parse_retry_after("soon", now) is None, parse_retry_after("-5", now) is None
+    (True, True)
+    """
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return float(min(int(text), 2**31))
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000" means UTC without a claimed zone
+        when = when.replace(tzinfo=UTC)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    return max(0.0, (when - now).total_seconds())
+
+
+def backoff_delay(
+    attempt: int, retry_after: float | None, *, base: float, cap: float, rng: random.Random
+) -> float | None:
+    """Seconds to sleep before retry number ``attempt + 1``, or None to stop retrying.
+
+    Exponential with "equal jitter" (between half and all of ``base * 2**attempt``), never
+    shorter than the server's ``Retry-After``. None when the server asks for more than ``cap``.
+
+    >>> rng = random.Random(7)
+    >>> 0.25 <= backoff_delay(0, None, base=0.5, cap=60, rng=rng) <= 0.5
+    True
+    >>> backoff_delay(0, 3.0, base=0.5, cap=60, rng=rng)
+    3.0
+    >>> backoff_delay(20, None, base=0.5, cap=60, rng=rng) <= 60
+    True
+    >>> backoff_delay(0, 3600.0, base=0.5, cap=60, rng=rng) is None
+    True
+    """
+    if retry_after is not None and retry_after > cap:
+        return None
+    exponential = min(cap, base * 2.0 ** min(attempt, 62))
+    jittered = exponential / 2 + rng.uniform(0, exponential / 2)
+    return max(jittered, retry_after or 0.0)
+
+
+def robots_url(url: str) -> str:
+    """The robots.txt governing ``url``: same scheme, host and port.
+
+    >>> robots_url("https://User@Example.org:8443/a/b?c=d#e")
+    'https://example.org:8443/robots.txt'
+    """
+    return str(URL(url).origin().with_path("/robots.txt"))
+
+
+@dataclass(frozen=True)
+class RobotsRules:
+    """One origin's robots.txt, or the blanket verdict standing in for it."""
+
+    parser: Protego | None
+    allow_all: bool
+    expires: datetime
+    unreachable: bool = False
+
+    def allows(self, url: str, token: str) -> bool:
+        return self.allow_all if self.parser is None else self.parser.can_fetch(url, token)
+
+    def crawl_delay(self, token: str) -> float | None:
+        return None if self.parser is None else self.parser.crawl_delay(token)
+
+    def sitemaps(self) -> list[str]:
+        return [] if self.parser is None else list(self.parser.sitemaps)
+
+
+class RobotsCache:
+    """robots.txt per scheme, host and port, loaded once at a time and kept until it expires."""
+
+    def __init__(
+        self,
+        load: Callable[[str], Awaitable[FetchResult]],
+        *,
+        token: str,
+        ttl: float,
+        error_ttl: float,
+        clock: Clock = utcnow,
+    ) -> None:
+        self._load = load
+        self.token = token
+        self._ttl = timedelta(seconds=ttl)
+        self._error_ttl = timedelta(seconds=error_ttl)
+        self._clock = clock
+        self._rules: dict[str, RobotsRules] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def rules(self, url: str) -> RobotsRules:
+        """The rules for ``url``'s origin, fetching robots.txt if none are fresh."""
+        key = robots_url(url)
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            cached = self._rules.get(key)
+            if cached is None or cached.expires <= self._clock():
+                cached = self._rules[key] = await self._fetch(key)
+            return cached
+
+    async def allowed(self, url: str) -> bool:
+        return (await self.rules(url)).allows(url, self.token)
+
+    async def crawl_delay(self, url: str) -> float | None:
+        return (await self.rules(url)).crawl_delay(self.token)
+
+    async def sitemaps(self, url: str) -> list[str]:
+        return (await self.rules(url)).sitemaps()
+
+    async def _fetch(self, url: str) -> RobotsRules:
+        try:
+            result = await self._load(url)
+        except TransientFetchError as exc:
+            log.warning("robots.txt %s unreachable, disallowing for now: %s", url, exc)
+            return self._blanket(allow=False)
+        except PermanentFetchError as exc:
+            log.info("robots.txt %s unusable, allowing all: %s", url, exc)
+            return self._blanket(allow=True)
+        if 400 <= result.status < 500:
+            return self._blanket(allow=True)
+        if not 200 <= result.status < 300:
+            return self._blanket(allow=False)
+        parser = Protego.parse(result.body.decode("utf-8", errors="replace"))
+        return RobotsRules(parser, allow_all=True, expires=self._clock() + self._ttl)
+
+    def _blanket(self, *, allow: bool) -> RobotsRules:
+        ttl = self._ttl if allow else self._error_ttl
+        return RobotsRules(None, allow, self._clock() + ttl, unreachable=not allow)
+
+
+class _Response(aiohttp.ClientResponse):
+    """Remembers the peer address, which aiohttp forgets once the connection is released."""
+
+    peer_ip: str | None = None
+
+    async def start(self, connection: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
+        transport = connection.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        self.peer_ip = str(peer[0]) if peer else None
+        return await super().start(connection)
+
+
+class Fetcher:
+    """Fetches resources over one pooled keep-alive session, within :class:`FetchSettings`."""
+
+    def __init__(
+        self,
+        settings: FetchSettings | None = None,
+        *,
+        clock: Clock = utcnow,
+        sleep: Sleep = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings or FetchSettings()
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._session: aiohttp.ClientSession | None = None
+        s = self.settings
+        self._resource_policy = _Policy(s.max_size, s.retries, s.max_redirects, s.obey_robots)
+        self._robots_policy = _Policy(s.robots_max_size, 0, ROBOTS_REDIRECTS, False)
+        self.robots = RobotsCache(
+            self._load_robots,
+            token=s.robots_token,
+            ttl=s.robots_ttl,
+            error_ttl=s.robots_error_ttl,
+            clock=clock,
+        )
+
+    async def open(self) -> None:
+        """Create the connection pool; must run inside the event loop that will fetch."""
+        if self._session is not None:
+            return
+        s = self.settings
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=s.total_connections, limit_per_host=s.per_host),
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=s.connect_timeout, sock_read=s.read_timeout
+            ),
+            headers={"User-Agent": s.user_agent, "Accept": "*/*", "Accept-Encoding": "identity"},
+            cookie_jar=aiohttp.DummyCookieJar(),
+            response_class=_Response,
+            auto_decompress=False,
+            max_line_size=s.max_header_size,
+            max_field_size=s.max_header_size,
+            max_headers=s.max_header_count,
+        )
+
+    async def close(self) -> None:
+        """Close every pooled connection."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def __aenter__(self) -> Fetcher:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        follow_redirects: bool = True,
+    ) -> FetchResult:
+        """Fetch ``url``; 2xx, 3xx (when not followed), 304 and 4xx other than 429 are results.
+
+        Raises :class:`PermanentFetchError` for robots.txt refusals, redirect loops, too many
+        redirects and malformed responses, and :class:`TransientFetchError` once retries of
+        429, 5xx, timeouts and connection failures are spent.
+        """
+        request_headers = dict(headers or {})
+        policy = self._resource_policy
+        return await self._follow(url, method, request_headers, follow_redirects, policy)
+
+    async def _load_robots(self, url: str) -> FetchResult:
+        return await self._follow(url, "GET", {}, True, self._robots_policy)
+
+    async def _follow(
+        self, url: str, method: str, headers: dict[str, str], follow: bool, policy: _Policy
+    ) -> FetchResult:
+        redirects: list[Redirect] = []
+        current = url
+        while True:
+            if policy.obey_robots:
+                await self._check_robots(current)
+            result = await self._with_retries(method, current, headers, policy)
+            location = _redirect_target(result) if follow else None
+            if location is None:
+                return replace(result, url=url, redirects=redirects)
+            redirects.append((result.final_url, result.status, location))
+            _check_redirect(url, redirects, policy.max_redirects)
+            log.debug("redirect %s -> %s (%d)", current, location, result.status)
+            method = _method_after(result.status, method)
+            current = location
+
+    async def _check_robots(self, url: str) -> None:
+        rules = await self.robots.rules(url)
+        if rules.allows(url, self.robots.token):
+            return
+        if rules.unreachable:
+            wait = (rules.expires - self._clock()).total_seconds()
+            raise TransientFetchError(f"robots.txt unreachable for {url}", max(0.0, wait))
+        raise PermanentFetchError(f"disallowed by robots.txt: {url}")
+
+    async def _with_retries(
+        self, method: str, url: str, headers: dict[str, str], policy: _Policy
+    ) -> FetchResult:
+        attempt = 0
+        while True:
+            try:
+                result = await self._attempt(method, url, headers, policy.max_size)
+                error = self._transient(result)
+                if error is None:
+                    return result
+            except TransientFetchError as exc:
+                error = exc
+            delay = self._retry_delay(attempt, error, policy)
+            if delay is None:
+                raise error
+            log.info("retrying %s in %.2fs after: %s", url, delay, error)
+            await self._sleep(delay)
+            attempt += 1
+
+    def _retry_delay(
+        self, attempt: int, error: TransientFetchError, policy: _Policy
+    ) -> float | None:
+        if attempt >= policy.retries:
+            return None
+        s = self.settings
+        return backoff_delay(
+            attempt, error.retry_after, base=s.backoff_base, cap=s.backoff_max, rng=self._rng
+        )
+
+    def _transient(self, result: FetchResult) -> TransientFetchError | None:
+        if result.status != 429 and not 500 <= result.status < 600:
+            return None
+        header = result.header("Retry-After")
+        retry_after = None if header is None else parse_retry_after(header, self._clock())
+        message = f"HTTP {result.status} {result.reason} from {result.final_url}"
+        return TransientFetchError(message, retry_after)
+
+    async def _attempt(
+        self, method: str, url: str, headers: dict[str, str], max_size: int
+    ) -> FetchResult:
+        loop = asyncio.get_running_loop()
+        started, start = self._clock(), loop.time()
+        deadline_at = start + self.settings.deadline
+        response = await self._send(method, url, headers, deadline_at)
+        complete = False
+        try:
+            self._check_header_size(response, url)
+            body, truncated = await self._read_body(response, max_size, deadline_at)
+            complete = truncated is None
+        finally:
+            if complete:
+                response.release()
+            else:
+                response.close()  # drop the connection: it may still carry unread bytes
+        if truncated in (TRUNCATED_TIME, TRUNCATED_DISCONNECT) and not body:
+            raise TransientFetchError(f"body of {url} cut ({truncated}) before its first byte")
+        return _result(url, response, body, truncated, started, loop.time() - start)
+
+    async def _send(
+        self, method: str, url: str, headers: dict[str, str], deadline_at: float
+    ) -> _Response:
+        session = self._require_session()
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                response = await session.request(
+                    method, url, headers=headers, allow_redirects=False
+                )
+        except TimeoutError as exc:
+            raise TransientFetchError(f"no response headers from {url} in time") from exc
+        except (aiohttp.InvalidURL, ValueError) as exc:
+            raise PermanentFetchError(f"cannot fetch {url!r}: {exc}") from exc
+        except aiohttp.ClientResponseError as exc:  # the parser refused the status or headers
+            raise PermanentFetchError(f"malformed response from {url}: {exc.message}") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise TransientFetchError(f"{type(exc).__name__} fetching {url}: {exc}") from exc
+        return cast(_Response, response)
+
+    def _require_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("Fetcher is not open; call open() or use 'async with'")
+        return self._session
+
+    def _check_header_size(self, response: aiohttp.ClientResponse, url: str) -> None:
+        size = sum(len(name) + len(value) + 4 for name, value in response.raw_headers)
+        if size > self.settings.max_header_size:
+            limit = self.settings.max_header_size
+            message = f"response headers from {url} exceed {limit} bytes"
+            raise PermanentFetchError(message, response.status)
+
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, max_size: int, deadline_at: float
+    ) -> tuple[bytes, str | None]:
+        chunks: list[bytes] = []
+        size = 0
+        start = asyncio.get_running_loop().time()
+        while True:
+            timeout = self._read_timeout(start, size, deadline_at)
+            if timeout <= 0:
+                return b"".join(chunks), TRUNCATED_TIME
+            try:
+                chunk = await asyncio.wait_for(response.content.readany(), timeout)
+            except TimeoutError:
+                return b"".join(chunks), TRUNCATED_TIME
+            except (aiohttp.ClientError, OSError):
+                return b"".join(chunks), TRUNCATED_DISCONNECT
+            if not chunk:
+                return b"".join(chunks), None
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_size:
+                return b"".join(chunks)[:max_size], TRUNCATED_LENGTH
+
+    def _read_timeout(self, start: float, size: int, deadline_at: float) -> float:
+        """Seconds the next read may take before the deadline, stall or rate limit is hit."""
+        s = self.settings
+        now = asyncio.get_running_loop().time()
+        limit = min(deadline_at, now + s.read_timeout)
+        if s.min_rate > 0:
+            # the average falls below min_rate once size / (t - start) < min_rate
+            limit = min(limit, start + max(s.rate_grace, size / s.min_rate))
+        return limit - now
+
+
+def _result(
+    url: str,
+    response: aiohttp.ClientResponse,
+    body: bytes,
+    truncated: str | None,
+    started: datetime,
+    elapsed: float,
+) -> FetchResult:
+    # latin-1 maps bytes 1:1, so a writer can re-encode the headers exactly as received
+    raw = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in response.raw_headers]
+    return FetchResult(
+        url=url,
+        final_url=str(response.url),
+        method=response.method,
+        status=response.status,
+        reason=response.reason or "",
+        http_version=_version(response.version),
+        request_headers=list(response.request_info.headers.items()),
+        response_headers=raw,
+        body=body,
+        truncated=truncated,
+        peer_ip=cast(_Response, response).peer_ip,
+        started=started,
+        elapsed=elapsed,
+    )
+
+
+def _version(version: aiohttp.HttpVersion | None) -> str:
+    return "" if version is None else f"{version.major}.{version.minor}"
+
+
+def _redirect_target(result: FetchResult) -> str | None:
+    """The absolute URL a 3xx points to, without its fragment; None if not a redirect."""
+    location = result.header("Location")
+    if result.status not in REDIRECT_STATUSES or not location:
+        return None
+    try:
+        target = URL(result.final_url).join(URL(location.strip())).with_fragment(None)
+    except ValueError as exc:
+        raise PermanentFetchError(f"bad Location {location!r}", result.status) from exc
+    if target.scheme not in ("http", "https"):
+        raise PermanentFetchError(f"redirect to non-HTTP {location!r}", result.status)
+    return str(target)
+
+
+def _check_redirect(url: str, redirects: list[Redirect], limit: int) -> None:
+    _, status, location = redirects[-1]
+    if location == url or any(location == hop for hop, _, _ in redirects):
+        raise PermanentFetchError(f"redirect loop from {url} at {location}", status)
+    if len(redirects) > limit:
+        raise PermanentFetchError(f"more than {limit} redirects from {url}", status)
+
+
+def _method_after(status: int, method: str) -> str:
+    """303 turns any method but HEAD into GET; 301 and 302 do so for POST (RFC 9110 §15.4)."""
+    if method != "HEAD" and (status == 303 or (status in (301, 302) and method == "POST")):
+        return "GET"
+    return method
