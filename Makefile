@@ -18,7 +18,7 @@ sysdeps:
 	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
 
 demo: $(STAMP)
-	$(BIN)/harvester --help
+	$(BIN)/harvester demo --out demo-out
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -2,15 +2,117 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
 import click
 
 from harvester import __version__
+from harvester.exceptions import HarvestError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harvester")
 def cli() -> None:
     """Archive websites into WARC files, cooperatively over OAI-PMH."""
+
+
+@cli.command()
+@click.argument("site_url")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="The collection folder; rerunning on it harvests incrementally.",
+)
+@click.option("--oai", help="The OAI-PMH endpoint (default: probe SITE_URL/oai, /modoai).")
+@click.option("--mode", type=click.Choice(["auto", "oai", "crawl"]))
+@click.option("--set", "sets", multiple=True, help="Harvest only this setSpec (repeatable).")
+@click.option("--oai-strategy", type=click.Choice(["get", "didl"]))
+@click.option("--concurrency", type=int, help="Simultaneous fetches.  [default: 16]")
+@click.option("--per-host", type=int, help="Connections per host.  [default: 8]")
+@click.option("--delay", type=float, help="Seconds between requests to one host.  [default: 0]")
+@click.option("--max-time", type=float, help="Stop after this many seconds (resumable).")
+@click.option("--max-size", type=int, help="Truncate larger resources (WARC-Truncated).")
+@click.option("--user-agent")
+@click.option("--ignore-robots", is_flag=True, default=None)
+@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+@click.option("--quiet", is_flag=True, default=None)
+@click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")
+def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **flags: Any) -> int:
+    """Archive SITE_URL into WARC files with a DIDL record per resource."""
+    from harvester.harvest import Harvest
+    from harvester.progress import ProgressReporter
+    from harvester.settings import load_settings
+
+    try:
+        settings = load_settings(config_file=config_file, site_url=site_url, json=as_json, **flags)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    _log_to(settings.log_path, settings.quiet)
+    try:
+        with ProgressReporter(quiet=settings.quiet) as progress:
+            summary = Harvest(settings, progress).run()
+    except HarvestError as exc:
+        click.echo(f"harvester: {exc}", err=True)
+        return 1
+    _print_summary(summary.as_dict(), settings.json)
+    return 0
+
+
+@cli.command()
+@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--to", "folder", type=click.Path(file_okay=False, path_type=Path), required=True)
+def didl(out: Path, folder: Path) -> int:
+    """Export every DIDL record of the collection OUT as a standalone XML file."""
+    from harvester.archive.export import export_didls
+
+    count = export_didls(out / "warcs", folder)
+    click.echo(f"wrote {count} DIDL documents to {folder}")
+    return 0
+
+
+@cli.command()
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("demo-out"),
+    show_default=True,
+)
+def demo(out: Path) -> int:
+    """Run the main job end to end against a sample site on a local provider."""
+    from harvester.demo import run_demo
+
+    _log_to(None, quiet=True)
+    try:
+        return run_demo(out)
+    except HarvestError as exc:
+        click.echo(f"harvester: {exc}", err=True)
+        return 1
+
+
+def _log_to(path: Path | None, quiet: bool) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    handlers[0].setLevel(logging.WARNING if quiet else logging.INFO)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(path))
+    logging.basicConfig(
+        level=logging.INFO,
+        handlers=handlers,
+        force=True,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(summary, sort_keys=True))
+        return
+    keys = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes", "seconds", "coverage")
+    click.echo("  ".join(f"{k}={summary[k]}" for k in keys))
 
 
 def main(argv: list[str] | None = None) -> int:

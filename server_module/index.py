@@ -592,9 +592,15 @@ class FileIndex:
         log.info(
             "refreshed %s: %d scanned, %d hashed, %d added, %d changed, %d deleted, "
             "%d unchanged in %.3f s",
-            self.docroot, stats.scanned, stats.hashed, stats.added, stats.changed,
-            stats.deleted, stats.unchanged, stats.seconds,
-        )  # fmt: skip
+            self.docroot,
+            stats.scanned,
+            stats.hashed,
+            stats.added,
+            stats.changed,
+            stats.deleted,
+            stats.unchanged,
+            stats.seconds,
+        )
         return stats
 
     @contextmanager

@@ -121,9 +121,12 @@ class Repository:
         with self.index.snapshot() as snap:
             state = self._counted(state, snap)
             rows = snap.headers(
-                start=state.from_, until=state.until, set_spec=state.set_spec,
-                after=state.after, limit=limit + 1,
-            )  # fmt: skip
+                start=state.from_,
+                until=state.until,
+                set_spec=state.set_spec,
+                after=state.after,
+                limit=limit + 1,
+            )
         page = rows[:limit]
         _require(page)
         token = self._token(state, len(page), (page[-1][1], page[-1][0]), len(rows) > limit, now)
@@ -136,9 +139,12 @@ class Repository:
         with self.index.snapshot() as snap:
             state = self._counted(state, snap)
             recs = snap.records(
-                start=state.from_, until=state.until, set_spec=state.set_spec,
-                after=state.after, limit=limit + 1,
-            )  # fmt: skip
+                start=state.from_,
+                until=state.until,
+                set_spec=state.set_spec,
+                after=state.after,
+                limit=limit + 1,
+            )
         parts: list[str] = []
         budget = self.settings.page_bytes
         for rec in recs[:limit]:

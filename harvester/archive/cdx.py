@@ -1,0 +1,269 @@
+"""The collection's CDXJ index (``indexes/index.cdxj``), kept current for pywb replay.
+
+One line per capture, sorted, in the format pywb reads (the OpenWayback CDXJ form)::
+
+    com,example)/page 20240501120000 {"url": "http://example.com/page", "mime": "text/html",
+        "status": "200", "digest": "sha1:...", "length": "912", "offset": "3410",
+        "filename": "harvest-....warc.gz"}
+
+Lines are made by cdxj-indexer (on warcio), limited to captures: ``response``, ``resource``
+and ``revisit`` records (the latter with mime ``warc/revisit``) that have a WARC-Target-URI
+and are not ``application/warc-fields``. Metadata records (our DIDLs among them) are never
+indexed, with or without a target URI: pywb would replay one as a capture of its URL.
+
+Files are read as WARC only, and more strictly than warcio does: a record missing a mandatory
+field, a block shorter than its Content-Length and bytes after the last complete record all
+raise ArchiveError, and the index is left as it was. Gzip CRCs are not checked (warcio issue
+#138), so a file cut inside the trailer of its last member passes; for a full check use
+``harvester.archive.warc.verify_warc``.
+
+Every change writes a new file beside the index, fsyncs it and renames it over the index, so
+a reader or a SIGKILL sees the old index or the new one, never a mix. Writers in different
+processes are serialised by an advisory ``flock`` on a lock file beside the index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import heapq
+import json
+import logging
+import os
+import tempfile
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from cdxj_indexer.main import CDXJIndexer
+from warcio.archiveiterator import WARCIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeadersParserException
+
+from harvester.exceptions import ArchiveError
+
+__all__ = ["CAPTURE_TYPES", "CdxIndex"]
+
+log = logging.getLogger(__name__)
+
+CAPTURE_TYPES = frozenset({"response", "resource", "revisit"})
+WARC_SUFFIXES = (".warc.gz", ".warc")
+_MANDATORY = ("WARC-Record-ID", "Content-Length", "WARC-Date", "WARC-Type")  # WARC 1.1, 5.1
+# What warcio and cdxj-indexer raise on a damaged file, found by fuzzing: a header block cut
+# short or garbled gives None where they expect a string (AttributeError, TypeError).
+_READ_ERRORS = (
+    ArchiveLoadFailed,
+    StatusAndHeadersParserException,
+    AttributeError,
+    EOFError,
+    TypeError,
+    ValueError,
+    zlib.error,
+)
+
+
+class CdxIndex:
+    """The sorted CDXJ file at ``path``; see the module docstring.
+
+    Each call reads the file afresh and holds no handle between calls, so there is nothing
+    to open or close.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._lock_path = self.path.with_name(f".{self.path.name}.lock")
+
+    def add_warcs(self, warc_paths: Sequence[Path]) -> int:
+        """Index closed WARC files not indexed yet and merge them in; return the lines added.
+
+        A file counts as indexed when a line names it (by base name, as the ``filename``
+        field does). On ArchiveError the index is left as it was.
+        """
+        with self._locked():
+            todo = _unindexed([Path(p) for p in warc_paths], self.indexed_files())
+            if not todo:
+                return 0
+            with _indexed(todo) as new:
+                added = _count_lines(new)
+                self._replace(heapq.merge(self._lines(), new))
+        log.info("indexed %d lines from %d WARC files into %s", added, len(todo), self.path)
+        return added
+
+    def rebuild(self, warc_dir: Path) -> int:
+        """Replace the index by one of every ``*.warc.gz`` in ``warc_dir``; return its lines."""
+        paths = sorted(Path(warc_dir).glob("*.warc.gz"))
+        with self._locked(), _indexed(paths) as new:
+            count = self._replace(new)
+        log.info("rebuilt %s from %d WARC files: %d lines", self.path, len(paths), count)
+        return count
+
+    def lookup(self, url: str) -> list[dict[str, str]]:
+        """The lines for ``url``, oldest first: JSON fields plus ``urlkey`` and ``timestamp``.
+
+        As in pywb, URLs match by SURT key, so ``http://www.example.com/`` also finds
+        ``https://example.com/``.
+        """
+        key = _url_key(url)
+        return [fields for fields in map(_parse_line, self._lines()) if fields["urlkey"] == key]
+
+    def indexed_files(self) -> set[str]:
+        """The WARC file names the index has lines for."""
+        names = (_parse_line(line).get("filename") for line in self._lines())
+        return {name for name in names if name}
+
+    def _lines(self) -> Iterator[str]:
+        """The index's lines, each ending in a newline; none if there is no index yet."""
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        yield line if line.endswith("\n") else line + "\n"
+        except FileNotFoundError:
+            return
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ArchiveError(f"cannot read {self.path}: {exc}") from exc
+
+    def _replace(self, lines: Iterable[str]) -> int:
+        """Write ``lines`` to a new file beside the index and rename it over the index."""
+        fd, tmp = tempfile.mkstemp(
+            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
+        )
+        count, replaced = 0, False
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+                for line in lines:
+                    out.write(line)
+                    count += 1
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self.path)
+            replaced = True
+            _fsync_dir(self.path.parent)
+        except OSError as exc:
+            raise ArchiveError(f"cannot write {self.path}: {exc}") from exc
+        finally:
+            if not replaced:
+                Path(tmp).unlink(missing_ok=True)
+        return count
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the writers' lock, and drop temp files a killed writer left behind."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lock = open(self._lock_path, "a+b")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise ArchiveError(f"cannot lock {self.path}: {exc}") from exc
+        with lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+                log.warning("removing %s, left by an interrupted index update", stale)
+                stale.unlink(missing_ok=True)
+            yield
+
+
+class _CaptureIndexer(CDXJIndexer):
+    """cdxj-indexer limited to captures, reading WARC records only."""
+
+    def _create_record_iter(self, input_: BinaryIO) -> WARCIterator:
+        # cdxj-indexer's iterator also takes ARC records, and so reads garbage as ARC.
+        return _CheckedIterator(input_, no_record_parse=False, verify_http=self.verify_http)
+
+    def filter_record(self, record: ArcWarcRecord) -> bool:
+        return _is_capture(record)
+
+
+class _CheckedIterator(WARCIterator):
+    """warcio's WARC reader, refusing a file cut short, which warcio reads without a word."""
+
+    def _iterate_records(self) -> Iterator[ArcWarcRecord]:
+        yield from super()._iterate_records()
+        size = self.fh.seek(0, os.SEEK_END)
+        if self.offset != size:  # warcio stops quietly at a record it cannot read in full
+            raise ArchiveLoadFailed(f"cut short: no complete record after offset {self.offset}")
+
+    def read_to_end(self, record: ArcWarcRecord | None = None) -> None:
+        super().read_to_end(record)
+        if self.record is None:
+            return
+        offset = self.member_info[0]
+        headers = self.record.rec_headers
+        missing = [name for name in _MANDATORY if not headers.get_header(name)]
+        if missing or not headers.get_header("Content-Length").isdigit():
+            raise ArchiveLoadFailed(f"record at offset {offset} has a cut or invalid header")
+        if getattr(self.record.raw_stream, "limit", 0) > 0:  # unread bytes of Content-Length
+            raise ArchiveLoadFailed(f"record at offset {offset} is cut short")
+
+
+def _is_capture(record: ArcWarcRecord) -> bool:
+    headers = record.rec_headers
+    return (
+        record.rec_type in CAPTURE_TYPES
+        and bool(headers.get_header("WARC-Target-URI"))
+        and headers.get_header("Content-Type") != "application/warc-fields"
+    )
+
+
+def _url_key(url: str) -> str:
+    """The SURT key cdxj-indexer gives ``url``."""
+    key: str = _CaptureIndexer(None, []).get_url_key(url)
+    return key
+
+
+@contextlib.contextmanager
+def _indexed(paths: Sequence[Path]) -> Iterator[TextIO]:
+    """A temporary file with the sorted, de-duplicated CDXJ lines of ``paths``.
+
+    cdxj-indexer sorts in memory up to 32 MiB of lines and merges runs from disk beyond.
+    """
+    for path in paths:
+        if not path.name.endswith(WARC_SUFFIXES):
+            raise ArchiveError(f"{path}: not a closed .warc.gz or .warc file")
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as sink:
+        indexer = _CaptureIndexer(sink, [str(path) for path in paths], sort=True)
+        try:
+            indexer.process_all()
+        except _READ_ERRORS as exc:
+            raise ArchiveError(f"cannot index {indexer.curr_filename}: {exc}") from exc
+        except OSError as exc:
+            raise ArchiveError(f"cannot read {indexer.curr_filename}: {exc}") from exc
+        sink.seek(0)
+        yield sink
+
+
+def _unindexed(paths: Sequence[Path], indexed: set[str]) -> list[Path]:
+    """``paths`` whose base names are not indexed yet, each name once."""
+    todo: dict[str, Path] = {}
+    for path in paths:
+        if path.name in indexed or path.name in todo:
+            log.info("%s is indexed already or listed twice; skipping it", path)
+        else:
+            todo[path.name] = path
+    return list(todo.values())
+
+
+def _parse_line(line: str) -> dict[str, str]:
+    """A CDXJ line's JSON fields plus ``urlkey`` and ``timestamp``."""
+    try:
+        urlkey, timestamp, block = line.rstrip("\n").split(" ", 2)
+        fields = json.loads(block)
+        return {**fields, "urlkey": urlkey, "timestamp": timestamp}
+    except (ValueError, TypeError) as exc:  # TypeError: a JSON block that is no object
+        raise ArchiveError(f"malformed CDXJ line {line[:200]!r}; rebuild the index") from exc
+
+
+def _count_lines(fh: TextIO) -> int:
+    count = sum(1 for _ in fh)
+    fh.seek(0)
+    return count
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

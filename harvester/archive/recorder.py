@@ -1,0 +1,319 @@
+"""The recorder: turns captures into WARC record groups, each closed by its DIDL record.
+
+One group per resource, written into one file with one fsync:
+
+* fetched: ``response`` + ``request`` (WARC-Concurrent-To), then the DIDL ``metadata``;
+* unchanged (a 304, or the same payload digest): ``revisit`` + ``request``, then the DIDL;
+* carried by value in an ``oai_didl`` record: ``resource``, then the DIDL;
+* deleted: one DIDL ``metadata`` record saying so.
+
+Because every group ends with a ``metadata`` record, crash repair cuts a ``.open`` file back to
+its last metadata record and never leaves half a group; :meth:`Recorder.reconcile` then finds
+groups that reached the disk before the state heard of them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeaders
+
+from harvester import __version__
+from harvester.archive.didl import (
+    CaptureDescription,
+    OaiHeaderInfo,
+    Provenance,
+    WarcPointer,
+    capture_didl,
+    deletion_didl,
+    sniff_mime,
+)
+from harvester.archive.warc import RecordLocation, RotatingWARCWriter
+from harvester.fetch import FetchResult
+from harvester.oai import Exchange
+from harvester.state import Capture, Resource
+
+log = logging.getLogger(__name__)
+HOP_BY_HOP = {"transfer-encoding", "connection", "keep-alive"}
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What the DIDL and the state need to know of a payload."""
+
+    sha1: str
+    sha256: str
+    warc_digest: str  # as in WARC-Payload-Digest
+
+    @classmethod
+    def of(cls, body: bytes) -> Payload:
+        sha1 = hashlib.sha1(body)
+        return cls(
+            sha1.hexdigest(),
+            hashlib.sha256(body).hexdigest(),
+            "sha1:" + base64.b32encode(sha1.digest()).decode("ascii"),
+        )
+
+
+def warc_digest_to_hex(digest: str | None) -> str | None:
+    """``sha1:BASE32`` → hex.
+
+    >>> warc_digest_to_hex("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ")
+    'da39a3ee5e6b4b0d3255bfef95601890afd80709'
+    """
+    if not digest or not digest.startswith("sha1:"):
+        return None
+    return base64.b32decode(digest[5:]).hex()
+
+
+class Recorder:
+    def __init__(self, writer: RotatingWARCWriter, *, strategy: str, endpoint: str | None) -> None:
+        self.writer = writer
+        self.strategy = strategy
+        self.endpoint = endpoint
+
+    def provenance(self) -> Provenance:
+        return Provenance(
+            agent="coop-archive-harvester",
+            version=__version__,
+            harvest_time=datetime.now(UTC),
+            endpoint=self.endpoint,
+            strategy=self.strategy,
+        )
+
+    # -- groups ------------------------------------------------------------------------
+
+    def fetched(self, res: Resource, result: FetchResult) -> tuple[Capture, bool]:
+        """A fresh capture, or a revisit when the server or the digest says nothing changed;
+        the flag says it was a revisit."""
+        payload = Payload.of(result.body)
+        unchanged = bool(res.record_id) and (
+            result.status == 304 or res.payload_digest == payload.warc_digest
+        )
+        if unchanged and result.status == 304:
+            content = self._revisit(res, result, "server-not-modified")
+            payload = Payload(res.sha1 or "", res.sha256 or "", res.payload_digest or "")
+        elif unchanged:
+            content = self._revisit(res, result, "identical-payload-digest")
+        else:
+            content = self.writer.response_record(
+                result.url,
+                _response_headers(result),
+                result.body,
+                ip=result.peer_ip,
+                truncated=result.truncated,
+            )
+        request = self.writer.request_record(
+            result.url, _request_headers(result), concurrent_to=_id(content), ip=result.peer_ip
+        )
+        locations = self.writer.write_group(
+            [content, request], then=lambda locs: [self._didl(res, result, payload, locs[0])]
+        )
+        return _capture(locations[0], result, payload), unchanged
+
+    def exchange(self, exchange: Exchange) -> list[RecordLocation]:
+        """A raw OAI-PMH exchange (strategy didl): response + request + a closing note."""
+        response = self.writer.response_record(
+            exchange.url, _response_headers(exchange), exchange.body
+        )
+        request = self.writer.request_record(
+            exchange.url, _request_headers(exchange), concurrent_to=_id(response)
+        )
+        note = f"oai-exchange: {exchange.url}\r\n".encode()
+        return self.writer.write_group(
+            [response, request],
+            then=lambda locs: [
+                self.writer.metadata_record(
+                    note, content_type="application/warc-fields", refers_to=locs[0].record_id
+                )
+            ],
+        )
+
+    def carried(self, res: Resource, url: str, mime: str, body: bytes) -> Capture:
+        """A resource delivered by value inside an ``oai_didl`` record."""
+        payload = Payload.of(body)
+        record = self.writer.resource_record(url, mime, body)
+        headers = [("Content-Type", mime), ("Content-Length", str(len(body)))]
+        fake = _Carried(
+            url=url,
+            status=200,
+            reason="OK",
+            http_version="1.1",
+            response_headers=headers,
+            body=body,
+            truncated=None,
+        )
+        locations = self.writer.write_group(
+            [record], then=lambda locs: [self._didl(res, fake, payload, locs[0])]
+        )
+        return _capture(locations[0], fake, payload)
+
+    def deleted(self, res: Resource) -> RecordLocation:
+        previous = None
+        if res.record_id and res.warc_file is not None:
+            previous = WarcPointer(
+                res.record_id, res.warc_file, res.warc_offset or 0, res.warc_length or 0, "response"
+            )
+        didl = deletion_didl(
+            res.url,
+            observed=datetime.now(UTC),
+            oai=_oai_info(res, self.endpoint, deleted=True),
+            provenance=self.provenance(),
+            previous=previous,
+        )
+        record = self.writer.metadata_record(didl, refers_to=res.record_id)
+        return self.writer.write_group([record])[0]
+
+    def _revisit(self, res: Resource, result: FetchResult, profile: str) -> ArcWarcRecord:
+        return self.writer.revisit_record(
+            result.url,
+            _response_headers(result),
+            refers_to_uri=res.url,
+            refers_to_date=res.warc_date or "",
+            payload_digest=res.payload_digest or "",
+            profile=profile,
+            refers_to=res.record_id,
+        )
+
+    def _didl(
+        self, res: Resource, result: FetchResult | _Carried, payload: Payload, at: RecordLocation
+    ) -> ArcWarcRecord:
+        kind = "resource" if isinstance(result, _Carried) else "response"
+        desc = CaptureDescription(
+            url=result.url,
+            status=result.status,
+            reason=result.reason,
+            protocol=f"HTTP/{result.http_version}",
+            headers=result.response_headers,
+            sha1=payload.sha1,
+            sha256=payload.sha256,
+            declared_mime=_header(result.response_headers, "content-type"),
+            sniffed_mime=sniff_mime(result.body, result.url) if result.body else None,
+            warc=WarcPointer(
+                at.record_id, at.filename, at.offset, at.length, kind, result.truncated
+            ),
+            oai=_oai_info(res, self.endpoint),
+            provenance=self.provenance(),
+        )
+        return self.writer.metadata_record(capture_didl(desc), refers_to=at.record_id)
+
+    # -- after a crash -----------------------------------------------------------------
+
+    def reconcile(self, repaired: Sequence[Path]) -> list[tuple[str, Capture]]:
+        """Captures in repaired files whose group is complete: (url, capture) pairs.
+
+        A group is complete when its DIDL record (which refers to the content record) made it
+        to disk; the caller marks those URLs archived if the state had not yet.
+        """
+        found: list[tuple[str, Capture]] = []
+        for path in repaired:
+            content: dict[str, tuple[ArcWarcRecord, int, int]] = {}
+            with open(path, "rb") as fh:
+                it = ArchiveIterator(fh)
+                for record in it:
+                    kind = record.rec_type
+                    rid = record.rec_headers.get_header("WARC-Record-ID")
+                    record.content_stream().read()
+                    offset, length = it.get_record_offset(), it.get_record_length()
+                    if kind in ("response", "revisit", "resource"):
+                        content[rid] = (record, offset, length)
+                    elif kind == "metadata":
+                        ref = record.rec_headers.get_header("WARC-Refers-To")
+                        if ref in content:
+                            found.append(_recovered(path.name, *content[ref]))
+        return found
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """The parts of a FetchResult that a by-value resource also has."""
+
+    url: str
+    status: int
+    reason: str
+    http_version: str
+    response_headers: list[tuple[str, str]]
+    body: bytes
+    truncated: str | None
+
+
+def _id(record: ArcWarcRecord) -> str:
+    return str(record.rec_headers.get_header("WARC-Record-ID"))
+
+
+def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
+    return next((v for k, v in headers if k.lower() == name), None)
+
+
+def _response_headers(result: FetchResult | Exchange) -> StatusAndHeaders:
+    headers = [(k, v) for k, v in result.response_headers if k.lower() not in HOP_BY_HOP]
+    return StatusAndHeaders(
+        f"{result.status} {result.reason}", headers, protocol=f"HTTP/{result.http_version}"
+    )
+
+
+def _request_headers(result: FetchResult | Exchange) -> StatusAndHeaders:
+    parts = urlsplit(result.url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return StatusAndHeaders(
+        f"{result.method} {target} HTTP/{result.http_version}",
+        list(result.request_headers),
+        is_http_request=True,
+    )
+
+
+def _oai_info(res: Resource, endpoint: str | None, deleted: bool = False) -> OaiHeaderInfo | None:
+    if res.oai_identifier is None:
+        return None
+    return OaiHeaderInfo(
+        identifier=res.oai_identifier,
+        datestamp=res.listed_datestamp or "",
+        set_specs=res.set_specs,
+        endpoint=endpoint,
+        deleted=deleted,
+    )
+
+
+def _capture(at: RecordLocation, result: FetchResult | _Carried, payload: Payload) -> Capture:
+    return Capture(
+        record_id=at.record_id,
+        warc_file=at.filename,
+        warc_offset=at.offset,
+        warc_length=at.length,
+        warc_date=at.warc_date,
+        http_status=result.status,
+        etag=_header(result.response_headers, "etag"),
+        last_modified=_header(result.response_headers, "last-modified"),
+        payload_digest=payload.warc_digest,
+        sha1=payload.sha1,
+        sha256=payload.sha256,
+    )
+
+
+def _recovered(
+    filename: str, record: ArcWarcRecord, offset: int, length: int
+) -> tuple[str, Capture]:
+    rec, http = record.rec_headers, record.http_headers
+    digest = rec.get_header("WARC-Payload-Digest")
+    return rec.get_header("WARC-Target-URI"), Capture(
+        record_id=rec.get_header("WARC-Record-ID"),
+        warc_file=filename,
+        warc_offset=offset,
+        warc_length=length,
+        warc_date=rec.get_header("WARC-Date"),
+        http_status=int(http.get_statuscode()) if http else 200,
+        etag=http.get_header("ETag") if http else None,
+        last_modified=http.get_header("Last-Modified") if http else None,
+        payload_digest=digest,
+        sha1=warc_digest_to_hex(digest),
+        sha256=None,
+    )

@@ -1,0 +1,274 @@
+"""One harvest run: discovery -> list -> fetch -> archive -> state (docs/architecture.md).
+
+A run is resumable at every step. The list position is saved after each page; a resource is
+marked archived only after its WARC group was fsynced; and the date the next incremental run
+lists ``from`` is the list's responseDate, held back to the oldest listed resource that is not
+yet archived, so nothing is skipped. Rerunning the same command after a crash finishes the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+from harvester.archive.cdx import CdxIndex
+from harvester.archive.recorder import Recorder
+from harvester.archive.warc import RotatingWARCWriter, repair_open_files
+from harvester.discovery import discover
+from harvester.exceptions import FetchError
+from harvester.fetch import Fetcher, FetchResult, FetchSettings
+from harvester.listing import Lister
+from harvester.oai import parse_oai_datestamp
+from harvester.politeness import Pacer
+from harvester.settings import HarvestSettings
+from harvester.state import HarvestState, Resource
+
+log = logging.getLogger(__name__)
+GONE = (404, 410)
+
+
+@dataclass
+class Summary:
+    listed: int = 0
+    fetched: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    archived: int = 0
+    changed_during: int = 0
+    known: int = 0
+    endpoint: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        """Archived or accounted-for resources over all resources the provider lists."""
+        return 1.0 if self.known == 0 else self.archived / self.known
+
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["coverage"] = round(self.coverage, 6)
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+Progress = Callable[[Summary, int], None]  # (summary so far, resources still to fetch)
+
+
+class Harvest:
+    """Build with settings, then :meth:`run`; components open and close with the run."""
+
+    def __init__(self, settings: HarvestSettings, progress: Progress | None = None) -> None:
+        self.settings = settings
+        self.progress = progress or (lambda summary, remaining: None)
+        self.summary = Summary()
+        self.state = HarvestState(settings.state_path)
+        self.writer = RotatingWARCWriter(
+            settings.warc_dir,
+            prefix=_prefix(settings.site_url),
+            max_size=settings.warc_max_size,
+            warcinfo=self._warcinfo(),
+        )
+        self.pacer = Pacer(settings.delay)
+        self._list_started: float | None = None
+        self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
+
+    def run(self) -> Summary:
+        start = time.monotonic()
+        self.settings.out.mkdir(parents=True, exist_ok=True)
+        self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
+        with self.state:
+            repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
+            endpoint = discover(self.settings, self.state)
+            self.summary.endpoint = endpoint.endpoint
+            recorder = Recorder(
+                self.writer,
+                strategy=f"oai-{self.settings.oai_strategy}",
+                endpoint=endpoint.endpoint,
+            )
+            self.writer.open()
+            try:
+                self._reconcile(recorder, repaired)
+                lister = Lister(self.settings, self.state, endpoint, recorder, self.summary)
+                list_complete = lister.run(self._expired)
+                self._list_started = _list_start(self.state, self.settings.site_url)
+                self._write_deletions(recorder)
+                asyncio.run(self._fetch_pending(recorder))
+                if list_complete and not self._expired():
+                    lister.advance_from()
+            finally:
+                self.writer.close()
+                self._index()
+            self._count()
+        self.summary.seconds = time.monotonic() - start
+        return self.summary
+
+    # -- steps -----------------------------------------------------------------------
+
+    def _reconcile(self, recorder: Recorder, repaired: list) -> None:  # type: ignore[type-arg]
+        """Groups that reached the disk before the state heard of them count as archived."""
+        found = recorder.reconcile(repaired)
+        known = self.state.known_record_ids(c.record_id for _u, c in found)
+        for url, capture in found:
+            res = self.state.get(url)
+            if capture.record_id not in known and res is not None and res.status == "pending":
+                self.state.mark_archived(url, capture, None)
+                log.info("recovered the capture of %s from %s", url, capture.warc_file)
+
+    def _write_deletions(self, recorder: Recorder) -> None:
+        for res in list(self.state.resources(self.settings.site_url, ("deleting",))):
+            recorder.deleted(res)
+            self.state.mark_deleted(res.url)
+            self.summary.deleted += 1
+
+    async def _fetch_pending(self, recorder: Recorder) -> None:
+        """Fetch every pending or failed resource; a bounded queue keeps memory flat."""
+        counts = self.state.counts(self.settings.site_url)
+        remaining = counts.get("pending", 0) + counts.get("failed", 0)
+        queue: asyncio.Queue[Resource | None] = asyncio.Queue(self.settings.concurrency * 4)
+        async with Fetcher(self._fetch_settings()) as fetcher:
+            workers = [
+                asyncio.create_task(self._worker(fetcher, recorder, queue, remaining))
+                for _ in range(self.settings.concurrency)
+            ]
+            for res in self.state.resources(self.settings.site_url, ("pending", "failed")):
+                if self._expired():
+                    break
+                await queue.put(res)
+            for _ in workers:
+                await queue.put(None)
+            await asyncio.gather(*workers)
+
+    def _fetch_settings(self) -> FetchSettings:
+        return FetchSettings(
+            user_agent=self.settings.user_agent,
+            per_host=self.settings.per_host,
+            total_connections=self.settings.concurrency,
+            max_size=self.settings.max_size,
+            obey_robots=not self.settings.ignore_robots,
+        )
+
+    async def _worker(
+        self,
+        fetcher: Fetcher,
+        recorder: Recorder,
+        queue: asyncio.Queue[Resource | None],
+        total: int,
+    ) -> None:
+        while (res := await queue.get()) is not None:
+            await self._fetch_one(fetcher, recorder, res)
+            done = self.summary.fetched + self.summary.unchanged + self.summary.failed
+            self.progress(self.summary, max(total - done, 0))
+
+    async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
+        headers = {}
+        if res.etag:
+            headers["If-None-Match"] = res.etag
+        if res.last_modified:
+            headers["If-Modified-Since"] = res.last_modified
+        await self.pacer.wait(res.url)
+        try:
+            result = await fetcher.fetch(res.url, headers=headers)
+        except FetchError as exc:
+            self._fail(res, str(exc), getattr(exc, "status", None))
+            return
+        if result.status in GONE or result.status >= 400:
+            self._fail(res, f"HTTP {result.status} {result.reason}", result.status)
+            return
+        capture, unchanged = recorder.fetched(res, result)
+        self.state.mark_archived(res.url, capture, None)
+        self._check_stable(res, result)
+        self.summary.bytes += len(result.body)
+        if unchanged:
+            self.summary.unchanged += 1
+        else:
+            self.summary.fetched += 1
+
+    def _check_stable(self, res: Resource, result: FetchResult) -> None:
+        """Record a resource that changed while, or since, it was listed and fetched.
+
+        A body cut short of its Content-Length (``disconnect``) is fetched again next run; a
+        Last-Modified after the list began means a newer version than the one listed was
+        captured, which the next incremental list names again.
+        """
+        if result.truncated == "disconnect":
+            self._fail(
+                res, "the body ended before its Content-Length (changed mid-transfer?)", None
+            )
+            return
+        modified = _http_time(result.header("Last-Modified"))
+        if (
+            modified is not None
+            and self._list_started is not None
+            and modified > self._list_started
+        ):
+            note = "changed after it was listed: the capture may be newer than the listed version"
+            log.warning("%s: %s", res.url, note)
+            self.state.note(res.url, note)
+            self.summary.changed_during += 1
+
+    def _fail(self, res: Resource, error: str, status: int | None) -> None:
+        log.warning("%s: %s (retried on the next run)", res.url, error)
+        self.state.mark_failed(res.url, error, status)
+        self.summary.failed += 1
+        self.summary.errors.append(f"{res.url}: {error}")
+
+    def _index(self) -> None:
+        """Add the WARC files the index does not cover yet (this run's, or a crashed run's)."""
+        cdx = CdxIndex(self.settings.cdx_path)
+        done = cdx.indexed_files()
+        cdx.add_warcs(
+            [p for p in sorted(self.settings.warc_dir.glob("*.warc.gz")) if p.name not in done]
+        )
+
+    def _count(self) -> None:
+        counts = self.state.counts(self.settings.site_url)
+        self.summary.archived = counts.get("archived", 0) + counts.get("deleted", 0)
+        self.summary.known = sum(counts.values())
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _expired(self) -> bool:
+        return self._deadline is not None and time.monotonic() > self._deadline
+
+    def _warcinfo(self) -> dict[str, str]:
+        from harvester import __version__
+
+        return {
+            "software": f"coop-archive-harvester/{__version__}",
+            "robots": "ignore" if self.settings.ignore_robots else "obey",
+            "isPartOf": self.settings.collection_name,
+            "description": f"OAI-PMH-driven harvest of {self.settings.site_url}",
+        }
+
+
+def _list_start(state: HarvestState, site: str) -> float | None:
+    source = state.source(site)
+    if source is None or not source.list_response_date:
+        return None
+    return parse_oai_datestamp(source.list_response_date).timestamp()
+
+
+def _http_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+
+
+def _ends_group(record_type: str) -> bool:
+    return record_type == "metadata"
+
+
+def _prefix(site_url: str) -> str:
+    host = urlsplit(site_url).hostname or "site"
+    return "".join(c if c.isalnum() or c in "-." else "-" for c in host)

@@ -1,0 +1,76 @@
+"""Progress of a run: a rich progress bar on a terminal, a log line every few seconds elsewhere."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from types import TracebackType
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+
+from harvester.harvest import Summary
+
+log = logging.getLogger(__name__)
+
+
+class ProgressReporter:
+    """Callable as the harvest's progress hook; use as a context manager around the run."""
+
+    def __init__(self, *, quiet: bool = False, interval: float = 5.0) -> None:
+        self.quiet = quiet
+        self.interval = interval
+        self.tty = sys.stderr.isatty() and not quiet
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._last = 0.0
+
+    def __enter__(self) -> ProgressReporter:
+        if self.tty:
+            self._bar = Progress(
+                TextColumn("{task.fields[status]}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeRemainingColumn(),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("harvest", total=None, status="listing", rate="")
+            self._started = time.monotonic()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def __call__(self, summary: Summary, remaining: int) -> None:
+        done = summary.fetched + summary.unchanged + summary.failed
+        status = f"listed {summary.listed} fetched {done} left {remaining}"
+        if self._bar is not None and self._task is not None:
+            elapsed = max(time.monotonic() - self._started, 1e-6)
+            rate = f"{done / elapsed:,.0f} res/s {summary.bytes / elapsed / 1e6:,.1f} MB/s"
+            self._bar.update(
+                self._task,
+                completed=done,
+                total=done + remaining,
+                status=f"listed {summary.listed}",
+                rate=rate,
+            )
+            return
+        now = time.monotonic()
+        if not self.quiet and now - self._last >= self.interval:
+            self._last = now
+            log.info("%s, %d bytes", status, summary.bytes)

@@ -1,0 +1,113 @@
+"""Every harvester default in one place, layered: defaults < TOML file < environment < flags.
+
+Environment variables are ``HARVESTER_<FIELD>`` (upper case), e.g. ``HARVESTER_CONCURRENCY=8``;
+a TOML file (``--config``) holds the same field names at top level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harvester import __version__
+
+ENV_PREFIX = "HARVESTER_"
+USER_AGENT = f"coop-archive-harvester/{__version__} (+https://github.com/coop-archive; archiving)"
+
+
+@dataclass(frozen=True)
+class HarvestSettings:
+    site_url: str
+    out: Path
+    oai: str | None = None  # the endpoint; found by probing SITE_URL/oai, /modoai when None
+    mode: str = "auto"  # auto | oai | crawl
+    sets: tuple[str, ...] = ()
+    oai_strategy: str = "get"  # get | didl
+    concurrency: int = 16
+    per_host: int = 8
+    delay: float = 0.0  # seconds between requests to one host
+    max_time: float | None = None
+    max_size: int = 100 * 1024 * 1024
+    warc_max_size: int = 1_000_000_000
+    user_agent: str = USER_AGENT
+    ignore_robots: bool = False
+    collection: str = ""  # isPartOf in warcinfo; empty: the out folder's name
+    quiet: bool = False
+    json: bool = False
+
+    @property
+    def warc_dir(self) -> Path:
+        return self.out / "warcs"
+
+    @property
+    def state_path(self) -> Path:
+        return self.out / "state.sqlite"
+
+    @property
+    def cdx_path(self) -> Path:
+        return self.out / "indexes" / "index.cdxj"
+
+    @property
+    def log_path(self) -> Path:
+        return self.out / "harvest.log"
+
+    @property
+    def collection_name(self) -> str:
+        return self.collection or self.out.resolve().name
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    kind = {f.name: str(f.type) for f in dataclasses.fields(HarvestSettings)}[name]
+    if not isinstance(raw, str):
+        return tuple(raw) if isinstance(raw, list) else raw
+    if kind == "bool":
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if kind == "int":
+        return int(raw)
+    if "float" in kind:
+        return float(raw)
+    if "tuple" in kind:
+        return tuple(p for p in raw.split(",") if p)
+    if kind == "Path":
+        return Path(raw)
+    return raw
+
+
+def load_settings(
+    *,
+    config_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    **flags: Any,
+) -> HarvestSettings:
+    """Build settings from the layers; flags that are None (or empty tuples) do not override."""
+    names = {f.name for f in dataclasses.fields(HarvestSettings)}
+    values: dict[str, Any] = {}
+    if config_file:
+        with open(config_file, "rb") as fh:
+            values |= {k: _coerce(k, v) for k, v in tomllib.load(fh).items() if k in names}
+    env = os.environ if environ is None else environ
+    for name in names:
+        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
+            values[name] = _coerce(name, raw)
+    values |= {k: v for k, v in flags.items() if v is not None and v != ()}
+    for required in ("site_url", "out"):
+        if required not in values:
+            raise ValueError(f"missing required setting {required!r}")
+    values["out"] = Path(values["out"])
+    _check(values)
+    return HarvestSettings(**values)
+
+
+def _check(values: Mapping[str, Any]) -> None:
+    choices = {"mode": ("auto", "oai", "crawl"), "oai_strategy": ("get", "didl")}
+    for name, allowed in choices.items():
+        if name in values and values[name] not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {values[name]!r}")
+    for name in ("concurrency", "per_host"):
+        if name in values and int(values[name]) < 1:
+            raise ValueError(f"{name} must be at least 1")

@@ -1,0 +1,392 @@
+"""The harvest state: one SQLite file per collection (``DIR/state.sqlite``).
+
+It records, per source, the endpoint and the position of a list in progress, and per resource
+what was listed, what was archived and where. It is the only module of the harvester that talks
+SQL. Every change is one short transaction, so a harvester killed at any moment leaves the
+state as it was after the last completed step: a resource is marked archived only after its
+WARC records were fsynced, and the ``from`` date of the next incremental run never passes a
+listed resource that was not archived.
+
+Resource statuses::
+
+    pending   listed (new or newer than what was archived), not yet archived
+    archived  the listed version is in the WARCs (response, revisit or resource record)
+    failed    the last attempt failed (404, 410, network); retried on the next run
+    deleting  listed as deleted; the deletion note is not written yet
+    deleted   the deletion note is in the WARCs; earlier captures are kept
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvester.exceptions import StateError
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (
+    site TEXT PRIMARY KEY,
+    endpoint TEXT,
+    granularity TEXT,
+    deleted_record TEXT,
+    harvested_until TEXT,          -- responseDate of the last list archived in full
+    list_from TEXT,                -- the list in progress: its from, set and resumption token
+    list_set TEXT,
+    list_token TEXT,
+    list_response_date TEXT,
+    list_active INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS resources (
+    url TEXT PRIMARY KEY,
+    site TEXT NOT NULL,
+    oai_identifier TEXT,
+    listed_datestamp TEXT,         -- the version the provider listed last
+    archived_datestamp TEXT,       -- the version now in the WARCs
+    set_specs TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    etag TEXT,
+    last_modified TEXT,
+    payload_digest TEXT,           -- as in WARC-Payload-Digest (sha1, base32)
+    sha1 TEXT,                     -- hex digests of the archived payload, for DIDL records
+    sha256 TEXT,
+    http_status INTEGER,
+    record_id TEXT,
+    warc_file TEXT,
+    warc_offset INTEGER,
+    warc_length INTEGER,
+    warc_date TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS resources_status ON resources (status, url);
+CREATE INDEX IF NOT EXISTS resources_record ON resources (record_id);
+"""
+ACTIVE = ("pending", "failed")
+
+
+@dataclass(frozen=True)
+class Source:
+    site: str
+    endpoint: str | None
+    granularity: str | None
+    deleted_record: str | None
+    harvested_until: str | None
+    list_from: str | None
+    list_set: str | None
+    list_token: str | None
+    list_response_date: str | None
+    list_active: bool
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One header of a list, as the state needs it."""
+
+    url: str
+    identifier: str
+    datestamp: str
+    set_specs: tuple[str, ...]
+    deleted: bool
+
+
+@dataclass(frozen=True)
+class Resource:
+    url: str
+    oai_identifier: str | None
+    listed_datestamp: str | None
+    archived_datestamp: str | None
+    set_specs: tuple[str, ...]
+    status: str
+    etag: str | None
+    last_modified: str | None
+    payload_digest: str | None
+    sha1: str | None
+    sha256: str | None
+    record_id: str | None
+    warc_file: str | None
+    warc_offset: int | None
+    warc_length: int | None
+    warc_date: str | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Where and what was archived for one resource."""
+
+    record_id: str
+    warc_file: str
+    warc_offset: int
+    warc_length: int
+    warc_date: str
+    http_status: int | None
+    etag: str | None
+    last_modified: str | None
+    payload_digest: str | None
+    sha1: str | None
+    sha256: str | None
+
+
+class HarvestState:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: sqlite3.Connection | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def open(self) -> None:
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process
+            self._db.executescript(SCHEMA)
+            self._check_version()
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"cannot open the state database {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> HarvestState:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StateError("the state database is not open")
+        return self._db
+
+    def _check_version(self) -> None:
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise StateError(f"{self.path} was written by a newer harvester (schema {row[0]})")
+
+    # -- sources ---------------------------------------------------------------------
+
+    def source(self, site: str) -> Source | None:
+        row = self.db.execute(
+            "SELECT site, endpoint, granularity, deleted_record, harvested_until, list_from,"
+            " list_set, list_token, list_response_date, list_active FROM sources WHERE site=?",
+            (site,),
+        ).fetchone()
+        if row is None:
+            return None
+        site_, endpoint, granularity, deleted, until, from_, set_, token, date, active = row
+        return Source(
+            site_, endpoint, granularity, deleted, until, from_, set_, token, date, bool(active)
+        )
+
+    def record_endpoint(self, site: str, endpoint: str, granularity: str, deleted: str) -> None:
+        self.db.execute(
+            "INSERT INTO sources (site, endpoint, granularity, deleted_record) VALUES (?,?,?,?)"
+            " ON CONFLICT(site) DO UPDATE SET endpoint=excluded.endpoint,"
+            " granularity=excluded.granularity, deleted_record=excluded.deleted_record",
+            (site, endpoint, granularity, deleted),
+        )
+
+    def start_list(self, site: str, from_: str | None, set_spec: str | None) -> None:
+        self.db.execute(
+            "UPDATE sources SET list_from=?, list_set=?, list_token=NULL, list_response_date=NULL,"
+            " list_active=1 WHERE site=?",
+            (from_, set_spec, site),
+        )
+
+    def finish_list(self, site: str) -> None:
+        self.db.execute("UPDATE sources SET list_token=NULL, list_active=0 WHERE site=?", (site,))
+
+    def set_harvested_until(self, site: str, response_date: str | None) -> None:
+        self.db.execute("UPDATE sources SET harvested_until=? WHERE site=?", (response_date, site))
+
+    # -- listing ---------------------------------------------------------------------
+
+    def record_page(
+        self, site: str, headers: Iterable[Listed], token: str | None, response_date: str
+    ) -> tuple[int, int]:
+        """Store one page of a list and the position after it, in one transaction.
+
+        Returns how many resources became pending and how many deletions were noted. The
+        list's responseDate is that of its first page: the moment the list was bounded.
+        """
+        now = time.time()
+        pending = deleting = 0
+        with self._transaction():
+            for item in headers:
+                added = self._note_listed(site, item, now)
+                pending += added == "pending"
+                deleting += added == "deleting"
+            self.db.execute(
+                "UPDATE sources SET list_token=?,"
+                " list_response_date=COALESCE(list_response_date, ?) WHERE site=?",
+                (token, response_date, site),
+            )
+        return pending, deleting
+
+    def _note_listed(self, site: str, item: Listed, now: float) -> str | None:
+        row = self.db.execute(
+            "SELECT status, archived_datestamp FROM resources WHERE url=?", (item.url,)
+        ).fetchone()
+        specs = " ".join(item.set_specs)
+        if item.deleted:
+            status = None if row is not None and row[0] in ("deleted", "deleting") else "deleting"
+        elif row is not None and row[0] == "archived" and (row[1] or "") >= item.datestamp:
+            status = None  # this version is archived already
+        else:
+            status = "pending"
+        if status is None:
+            return None
+        self.db.execute(
+            "INSERT INTO resources (url, site, oai_identifier, listed_datestamp, set_specs,"
+            " status, updated) VALUES (?,?,?,?,?,?,?) ON CONFLICT(url) DO UPDATE SET"
+            " oai_identifier=excluded.oai_identifier, listed_datestamp=excluded.listed_datestamp,"
+            " set_specs=excluded.set_specs, status=excluded.status, updated=excluded.updated",
+            (item.url, site, item.identifier, item.datestamp, specs, status, now),
+        )
+        return status
+
+    def add_pending(self, site: str, urls: Iterable[str]) -> int:
+        """Queue URLs that no list named (seeds of a crawl, re-fetches)."""
+        now = time.time()
+        with self._transaction():
+            before = self.db.total_changes
+            self.db.executemany(
+                "INSERT INTO resources (url, site, status, updated) VALUES (?,?,'pending',?)"
+                " ON CONFLICT(url) DO NOTHING",
+                ((u, site, now) for u in urls),
+            )
+            return self.db.total_changes - before
+
+    # -- resources -------------------------------------------------------------------
+
+    def resources(
+        self, site: str, statuses: tuple[str, ...], batch: int = 1000
+    ) -> Iterator[Resource]:
+        """Resources in the given statuses, in URL order, read in batches (bounded memory)."""
+        marks = ",".join("?" * len(statuses))
+        after = ""
+        while True:
+            rows = self.db.execute(
+                f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE site=? AND status IN ({marks})"
+                " AND url > ? ORDER BY url LIMIT ?",
+                (site, *statuses, after, batch),
+            ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _resource(row)
+            after = rows[-1][0]
+
+    def get(self, url: str) -> Resource | None:
+        row = self.db.execute(
+            f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE url=?", (url,)
+        ).fetchone()
+        return None if row is None else _resource(row)
+
+    def mark_archived(self, url: str, capture: Capture, datestamp: str | None) -> None:
+        """Called only after the capture's WARC records were flushed to disk."""
+        self.db.execute(
+            "UPDATE resources SET status='archived',"
+            " archived_datestamp=COALESCE(?, listed_datestamp),"
+            " record_id=?, warc_file=?, warc_offset=?, warc_length=?, warc_date=?, http_status=?,"
+            " etag=?, last_modified=?, payload_digest=?, sha1=?, sha256=?, attempts=attempts+1,"
+            " last_error=NULL, updated=? WHERE url=?",
+            (
+                datestamp,
+                capture.record_id,
+                capture.warc_file,
+                capture.warc_offset,
+                capture.warc_length,
+                capture.warc_date,
+                capture.http_status,
+                capture.etag,
+                capture.last_modified,
+                capture.payload_digest,
+                capture.sha1,
+                capture.sha256,
+                time.time(),
+                url,
+            ),
+        )
+
+    def mark_failed(self, url: str, error: str, http_status: int | None = None) -> None:
+        self.db.execute(
+            "UPDATE resources SET status='failed', last_error=?, http_status=?,"
+            " attempts=attempts+1, updated=? WHERE url=?",
+            (error, http_status, time.time(), url),
+        )
+
+    def note(self, url: str, text: str) -> None:
+        """Keep a remark on an archived resource (it stays archived)."""
+        self.db.execute("UPDATE resources SET last_error=? WHERE url=?", (text, url))
+
+    def mark_deleted(self, url: str) -> None:
+        self.db.execute(
+            "UPDATE resources SET status='deleted', updated=? WHERE url=?", (time.time(), url)
+        )
+
+    def known_record_ids(self, record_ids: Iterable[str]) -> set[str]:
+        ids = list(record_ids)
+        known: set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT record_id FROM resources WHERE record_id IN ({marks})", chunk
+            )
+            known.update(r[0] for r in rows)
+        return known
+
+    def counts(self, site: str) -> dict[str, int]:
+        rows = self.db.execute(
+            "SELECT status, COUNT(*) FROM resources WHERE site=? GROUP BY status", (site,)
+        )
+        return {status: n for status, n in rows}
+
+    def oldest_unarchived(self, site: str) -> str | None:
+        """The earliest listed datestamp among resources not archived: ``from`` may not pass it."""
+        row = self.db.execute(
+            "SELECT MIN(listed_datestamp) FROM resources WHERE site=? AND status IN"
+            " ('pending','failed','deleting') AND listed_datestamp IS NOT NULL",
+            (site,),
+        ).fetchone()
+        return row[0] if row else None
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self.db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+_RESOURCE_COLUMNS = (
+    "url, oai_identifier, listed_datestamp, archived_datestamp, set_specs, status, etag,"
+    " last_modified, payload_digest, sha1, sha256, record_id, warc_file, warc_offset,"
+    " warc_length, warc_date, attempts"
+)
+
+
+def _resource(row: tuple[object, ...]) -> Resource:
+    values = list(row)
+    values[4] = tuple(str(values[4]).split()) if values[4] else ()
+    return Resource(*values)  # type: ignore[arg-type]

@@ -1,0 +1,291 @@
+"""End to end: the harvester archives a site from the real provider over loopback sockets."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from harvester.archive.warc import verify_warc
+from harvester.cli import main
+from harvester.harvest import Harvest
+from harvester.settings import load_settings
+from server_module.index import FileIndex
+from tests.conftest import start_provider
+from tests.schemas import assert_valid
+from tests.servers import RunningServer
+from tests.sites import Manifest, make_site
+
+
+def url_of(server: RunningServer, rel: str) -> str:
+    return f"{server.url}/{quote(os.fsencode(rel), safe='/')}"
+
+
+def records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
+    """(WARC-Type, WARC headers, content) of every record of the collection, in file order."""
+    found = []
+    for path in sorted((out / "warcs").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                found.append(
+                    (rec.rec_type, dict(rec.rec_headers.headers), rec.content_stream().read())
+                )
+    return found
+
+
+def harvest(server: RunningServer, out: Path, **flags: object) -> dict[str, object]:
+    settings = load_settings(site_url=server.url, out=out, quiet=True, environ={}, **flags)
+    return Harvest(settings).run().as_dict()
+
+
+def refresh(site: Manifest, index: Path, server: RunningServer) -> None:
+    with FileIndex(index, site.root, server.url) as idx:
+        idx.refresh()
+
+
+@pytest.fixture()
+def served(tmp_path: Path):  # type: ignore[no-untyped-def]
+    site = make_site(tmp_path / "www", pages=40, seed=5)
+    index = tmp_path / "index.sqlite"
+    with start_provider(site.root, index, page_size=9) as server:
+        yield site, index, server
+
+
+def test_full_harvest_archives_every_public_file(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site, _index, server = served
+    summary = harvest(server, tmp_path / "out")
+    expected = {url_of(server, p) for p in site.public}
+    recs = records(tmp_path / "out")
+    responses = [h["WARC-Target-URI"] for t, h, _c in recs if t == "response"]
+    assert Counter(responses) == Counter(expected), "each public file exactly once"
+    assert summary["listed"] == summary["fetched"] == len(site.public)
+    assert summary["coverage"] == 1.0 and summary["failed"] == 0
+    assert {url_of(server, p) for p in site.unlinked} <= set(responses)
+    by_id = {h["WARC-Record-ID"]: (t, h, c) for t, h, c in recs}
+    for kind, headers, content in recs:
+        if kind == "request":
+            assert by_id[headers["WARC-Concurrent-To"]][0] == "response"
+        if kind == "response":
+            assert headers["WARC-IP-Address"] == "127.0.0.1"
+            assert headers["WARC-Payload-Digest"].startswith("sha1:")
+        if kind == "metadata":
+            assert "WARC-Target-URI" not in headers
+            root = assert_valid(content)
+            assert by_id[headers["WARC-Refers-To"]][0] == "response"
+            for statement in root.iter("{urn:mpeg:mpeg21:2002:02-DIDL-NS}Statement"):
+                for child in statement:
+                    if child.tag.startswith("{urn:coop-archive"):
+                        assert_valid(child)
+    some = url_of(server, sorted(site.public)[0])
+    body = next(c for t, h, c in recs if t == "response" and h["WARC-Target-URI"] == some)
+    assert body == (site.root / sorted(site.public)[0]).read_bytes()
+    for path in (tmp_path / "out" / "warcs").glob("*"):
+        assert path.name.endswith(".warc.gz")
+        assert verify_warc(path) > 0
+    cdx = (tmp_path / "out" / "indexes" / "index.cdxj").read_text()
+    assert cdx.count("\n") >= len(site.public)
+
+
+def test_incremental_fetches_only_the_changes(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site, index, server = served
+    out = tmp_path / "out"
+    harvest(server, out)
+    before = len(records(out))
+    time.sleep(1.1)
+    edited, touched, gone = "docs/with space.html", "index.html", "files/empty.txt"
+    (site.root / edited).write_bytes(b"<html><title>new</title></html>")
+    os.utime(site.root / touched)  # a new mtime, the same bytes: a 304 revisit
+    (site.root / gone).unlink()
+    (site.root / "news" / "added.html").write_text("<title>added</title>")
+    refresh(site, index, server)
+    summary = harvest(server, out)
+    new = records(out)[before:]
+    fetched = [h["WARC-Target-URI"] for t, h, _c in new if t == "response"]
+    assert sorted(fetched) == sorted([url_of(server, edited), url_of(server, "news/added.html")])
+    revisits = [h for t, h, _c in new if t == "revisit"]
+    assert [h["WARC-Target-URI"] for h in revisits] == [url_of(server, touched)]
+    assert revisits[0]["WARC-Profile"].endswith("server-not-modified")
+    assert revisits[0]["WARC-Refers-To-Date"] and revisits[0]["WARC-Refers-To-Target-URI"]
+    notes = [c for t, _h, c in new if t == "metadata" and b"deletion" in c]
+    assert len(notes) == 1 and url_of(server, gone).encode() in notes[0]
+    assert (summary["fetched"], summary["unchanged"], summary["deleted"]) == (2, 1, 1)
+    again = harvest(server, out)
+    assert (again["fetched"], again["unchanged"], again["deleted"]) == (0, 0, 0)
+
+
+def test_didl_strategy_stores_carried_resources(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site, _index, server = served
+    summary = harvest(server, tmp_path / "out", oai_strategy="didl")
+    recs = records(tmp_path / "out")
+    resources = {h["WARC-Target-URI"]: c for t, h, c in recs if t == "resource"}
+    assert set(resources) == {url_of(server, p) for p in site.public}
+    rel = sorted(site.public)[3]
+    assert resources[url_of(server, rel)] == (site.root / rel).read_bytes()
+    exchanges = [h["WARC-Target-URI"] for t, h, _c in recs if t == "response"]
+    assert exchanges and all("/oai?" in u for u in exchanges)
+    assert summary["coverage"] == 1.0
+
+
+def test_a_gone_resource_is_recorded_and_retried(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site, _index, server = served
+    victim = site.root / "files" / "bundle.zip"
+    data = victim.read_bytes()
+    victim.unlink()  # listed (the index has not seen the deletion) but answers 404
+    summary = harvest(server, tmp_path / "out")
+    assert summary["failed"] == 1
+    victim.write_bytes(data)
+    again = harvest(server, tmp_path / "out")
+    assert again["fetched"] == 1 and again["failed"] == 0
+
+
+def test_cli_json_summary_and_didl_export(served, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    site, _index, server = served
+    out = tmp_path / "out"
+    assert main(["harvest", server.url, "--out", str(out), "--json", "--quiet"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["listed"] == len(site.public) and summary["coverage"] == 1.0
+    assert main(["didl", str(out), "--to", str(tmp_path / "didl")]) == 0
+    exported = list((tmp_path / "didl").glob("*.xml"))
+    assert len(exported) == len(site.public)
+    assert_valid(exported[0].read_bytes())
+
+
+def test_no_provider_is_a_clear_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    with start_provider(tmp_path, tmp_path.parent / "i.sqlite", endpoint="/elsewhere") as server:
+        code = main(["harvest", server.url, "--out", str(tmp_path / "out"), "--quiet"])
+    assert code == 1
+    assert "no OAI-PMH endpoint" in capsys.readouterr().err
+
+
+def _all_members_decompress(path: Path) -> None:
+    with gzip.open(path) as fh:
+        while fh.read(1 << 20):
+            pass
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_then_rerun_finishes(tmp_path: Path) -> None:
+    site = make_site(tmp_path / "www", pages=300, seed=9)
+    out = tmp_path / "out"
+    cmd = [
+        sys.executable,
+        "-m",
+        "harvester.cli",
+        "harvest",
+        "{url}",
+        "--out",
+        str(out),
+        "--quiet",
+        "--concurrency",
+        "4",
+    ]
+    with start_provider(site.root, tmp_path / "index.sqlite", page_size=25) as server:
+        argv = [a.replace("{url}", server.url) for a in cmd]
+        interrupted = []
+        for delay in (1.0, 1.6, 2.2, 2.8):  # start-up takes about a second
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(delay)
+            proc.kill()
+            proc.wait()
+            interrupted.append(
+                any((out / "warcs").glob("*.open")) if (out / "warcs").exists() else False
+            )
+        assert any(interrupted), "no kill landed while a WARC file was open"
+        assert subprocess.run(argv, capture_output=True, timeout=300).returncode == 0
+        expected = {url_of(server, p) for p in site.public}
+    responses = Counter(h["WARC-Target-URI"] for t, h, _c in records(out) if t == "response")
+    assert set(responses) == expected, "no holes"
+    assert max(responses.values()) == 1, "no duplicate response records"
+    for path in (out / "warcs").iterdir():
+        assert path.suffix == ".gz", f"left over: {path.name}"
+        verify_warc(path)
+        _all_members_decompress(path)
+        check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", str(path)])
+        assert check.returncode == 0
+
+
+def _faulty(site: Manifest, tmp_path: Path, fault: str) -> RunningServer:
+    from tests.servers import start_wsgi
+
+    kwargs = {
+        "fault": fault,
+        "docroot": str(site.root),
+        "base_url": "http://{host}:{port}",
+        "index_path": str(tmp_path / "fi.sqlite"),
+        "refresh_interval": 0,
+        "page_size": 9,
+    }
+    return start_wsgi("tests.faulty_provider:faulty", kwargs, ready_path="/oai?verb=Identify")
+
+
+def test_refused_token_restarts_the_list(tmp_path: Path) -> None:
+    site = make_site(tmp_path / "www", pages=40, seed=5)
+    with _faulty(site, tmp_path, "token-refused-once") as server:
+        summary = harvest(server, tmp_path / "out")
+    assert summary["coverage"] == 1.0 and summary["fetched"] == len(site.public)
+
+
+@pytest.mark.parametrize("fault", ["truncated-second-page", "entity-second-page"])
+def test_bad_xml_is_a_clear_error_and_the_state_stays(tmp_path: Path, fault: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    site = make_site(tmp_path / "www", pages=40, seed=5)
+    out = tmp_path / "out"
+    with _faulty(site, tmp_path, fault) as server:
+        assert main(["harvest", server.url, "--out", str(out), "--quiet"]) == 1
+        error = capsys.readouterr().err
+    assert error.startswith("harvester: ") and error.count("\n") == 1
+    assert (
+        ("DOCTYPE" in error) if fault.startswith("entity") else ("XML" in error or "xml" in error)
+    )
+    from harvester.state import HarvestState
+
+    with HarvestState(out / "state.sqlite") as state:
+        source = state.source(server.url)
+        assert source is not None and source.harvested_until is None
+        assert source.list_active and source.list_token  # resumes at page 2 next time
+
+
+def test_no_changes_is_not_an_error(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _site, _index, server = served
+    out = tmp_path / "out"
+    harvest(server, out)
+    time.sleep(1.1)
+    assert main(["harvest", server.url, "--out", str(out), "--quiet"]) == 0
+
+
+def test_oversized_resource_is_truncated(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site, _index, server = served
+    big = site.root / "files" / "big.bin"
+    big.write_bytes(os.urandom(300_000))
+    refresh(site, _index, server)
+    harvest(server, tmp_path / "out", max_size=100_000)
+    recs = records(tmp_path / "out")
+    kind, headers, body = next(
+        r for r in recs if r[1].get("WARC-Target-URI", "").endswith("big.bin")
+    )
+    assert kind == "response" and headers["WARC-Truncated"] == "length"
+    assert body == big.read_bytes()[:100_000]
+
+
+def test_a_resource_changed_after_listing_is_detected(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site, _index, server = served
+    target = site.root / "docs" / "with space.html"
+    target.write_bytes(b"<title>changed after the index saw it</title>")  # no refresh
+    later = time.time() + 30  # as if written after the list began
+    os.utime(target, (later, later))
+    out = tmp_path / "out"
+    summary = harvest(server, out)
+    assert summary["changed_during"] == 1
+    from harvester.state import HarvestState
+
+    with HarvestState(out / "state.sqlite") as state:
+        res = state.get(url_of(server, "docs/with space.html"))
+    assert res is not None and res.status == "archived"
