@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,7 +26,9 @@ def is_public_relpath(relpath: bytes) -> bool:
     return all(part and not part.startswith(b".") for part in relpath.split(b"/"))
 
 
+@lru_cache(maxsize=16)
 def real_root(docroot: Path) -> bytes:
+    """The document root's real path, resolved once per process (it does not move)."""
     return os.path.realpath(os.fsencode(docroot))
 
 

@@ -20,6 +20,7 @@ import fnmatch
 import functools
 import hashlib
 import html
+import json
 import logging
 import mimetypes
 import os
@@ -398,6 +399,21 @@ def _filters(
     return f"FROM files INDEXED BY {index}{where}", params
 
 
+def _in_set(mime: str, set_spec: str | None) -> bool:
+    if set_spec is None:
+        return True
+    major, full = mime_for_set_spec(set_spec)
+    return mime == full if full is not None else mime.partition("/")[0] == major
+
+
+def _store_counts(conn: sqlite3.Connection) -> None:
+    """Items per MIME type, kept with each refresh so a first page need not count them."""
+    counts = dict(conn.execute("SELECT mime, count(*) FROM files GROUP BY mime").fetchall())
+    conn.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('mime_counts', ?)", (json.dumps(counts),)
+    )
+
+
 def _record(row: Any) -> FileRecord:
     """A row in ``_RECORD_COLUMNS`` order as a record (SQLite has no booleans)."""
     return FileRecord(row[0], row[1], row[2], bool(row[3]), *row[4:])
@@ -442,10 +458,29 @@ class Snapshot:
     def count(
         self, *, start: int | None = None, until: int | None = None, set_spec: str | None = None
     ) -> int:
-        """How many items (deleted ones included) a selective harvest lists."""
+        """How many items (deleted ones included) a selective harvest lists.
+
+        A list with no ``from`` and an ``until`` at or after the newest datestamp (every
+        harvest's first list) is answered from counts kept per MIME type at each refresh,
+        instead of counting the whole index.
+        """
+        if start is None:
+            known = self._stored_count(until, set_spec)
+            if known is not None:
+                return known
         source, params = _filters(start, until, set_spec, None)
         (total,) = self._conn.execute(f"SELECT count(*) {source}", params).fetchone()
         return int(total)
+
+    def _stored_count(self, until: int | None, set_spec: str | None) -> int | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'mime_counts'").fetchone()
+        if row is None:
+            return None
+        (newest,) = self._conn.execute("SELECT max(datestamp) FROM files").fetchone()
+        if until is not None and newest is not None and until < newest:
+            return None
+        counts: dict[str, int] = json.loads(row[0])
+        return sum(n for mime, n in counts.items() if _in_set(mime, set_spec))
 
     def get(self, identifier: str) -> FileRecord | None:
         return self._one("identifier", identifier)
@@ -698,6 +733,7 @@ class FileIndex:
             )
             if plan.upserts or plan.deletions:
                 self._restamp(conn, now)
+                _store_counts(conn)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

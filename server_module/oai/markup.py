@@ -38,9 +38,14 @@ def clean(value: str) -> str:
 def text(value: str) -> str:
     """Escape for element content.
 
-    >>> text('<a & "b">')
-    '&lt;a &amp; "b"&gt;'
+    Printable ASCII (every identifier: they are percent-encoded URLs) takes a fast path of
+    plain replacements, about twice as fast as the general one.
+
+    >>> text('<a & "b">'), text("caf\xe9 <\x01>")
+    ('&lt;a &amp; "b"&gt;', 'café &lt;&gt;')
     """
+    if value.isascii() and value.isprintable():
+        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return clean(value).translate(_TEXT)
 
 
