@@ -37,6 +37,19 @@ def cli() -> None:
 @click.option("--max-time", type=float, help="Stop after this many seconds (resumable).")
 @click.option("--max-size", type=int, help="Truncate larger resources (WARC-Truncated).")
 @click.option("--user-agent")
+@click.option("--seed", "seeds", multiple=True, help="Crawl: another start URL (repeatable).")
+@click.option("--include", multiple=True, help="Crawl: only URLs matching this regex.")
+@click.option("--exclude", multiple=True, help="Crawl: never URLs matching this regex.")
+@click.option("--max-depth", type=int, help="Crawl: links from a seed.  [default: 20]")
+@click.option("--max-pages", type=int, help="Crawl: stop after this many pages (resumable).")
+@click.option("--max-bytes", type=int, help="Crawl: stop after this many bytes (resumable).")
+@click.option("--delay-factor", type=float, help="Crawl: rest K x the last response time.")
+@click.option("--crawl-per-host", type=int, help="Crawl: connections per host.  [default: 2]")
+@click.option("--schedule", type=click.Choice(["bfs", "performance", "quality", "capability"]))
+@click.option("--score", help="Crawl: the URL score to order by.  [default: backlinks]")
+@click.option("--policy", type=click.Path(exists=True, path_type=Path), help="Crawl policies.")
+@click.option("--respect-nofollow", is_flag=True, default=None)
+@click.option("--seen-cache", type=int, help="Crawl: seen-URL cache entries.  [default: 50000]")
 @click.option("--ignore-robots", is_flag=True, default=None)
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--quiet", is_flag=True, default=None)
@@ -111,7 +124,10 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
-    keys = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes", "seconds", "coverage")
+    keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
+    keys += ("seconds", "coverage")
+    if summary.get("endpoint") is None:  # a crawl: what it refused and how the seen-test did
+        keys = (*keys[1:], "refused", "seen_hit_rate")
     click.echo("  ".join(f"{k}={summary[k]}" for k in keys))
 
 

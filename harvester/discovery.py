@@ -1,7 +1,8 @@
 """Finding a site's OAI-PMH endpoint, or deciding that it has none.
 
 ``--oai`` wins; otherwise ``SITE_URL/oai`` and then ``SITE_URL/modoai`` are probed with
-``verb=Identify`` and only a well-formed Identify response is accepted. What was found is
+``verb=Identify`` and only a well-formed Identify response is accepted. With none, ``--mode
+auto`` falls back to crawling the site's links. What was found is
 recorded in the state: the endpoint, its granularity and its deletedRecord policy.
 """
 
@@ -17,18 +18,18 @@ from harvester.state import HarvestState
 log = logging.getLogger(__name__)
 
 
-def discover(settings: HarvestSettings, state: HarvestState) -> EndpointInfo:
-    """The endpoint to harvest; DiscoveryError when there is none to use."""
+def discover(settings: HarvestSettings, state: HarvestState) -> EndpointInfo | None:
+    """The endpoint to harvest, or None to crawl; DiscoveryError with ``--mode oai`` and none."""
     if settings.mode == "crawl":
-        raise DiscoveryError(
-            "--mode crawl: link crawling is not available in this version; "
-            "harvest a site that runs an OAI-PMH provider"
-        )
+        return None
     info = _identify(settings)
     if info is None:
+        if settings.mode == "auto":
+            log.info("no OAI-PMH endpoint at %s: crawling it instead", settings.site_url)
+            return None
         raise DiscoveryError(
             f"no OAI-PMH endpoint at {settings.site_url.rstrip('/')}/oai or /modoai; "
-            "give one with --oai (link crawling is not available in this version)"
+            "give one with --oai, or crawl with --mode crawl"
         )
     log.info("OAI-PMH endpoint %s (granularity %s)", info.endpoint, info.granularity)
     state.record_endpoint(settings.site_url, info.endpoint, info.granularity, info.deleted_record)

@@ -397,6 +397,8 @@ class Fetcher:
         redirects and malformed responses, and :class:`TransientFetchError` once retries of
         429, 5xx, timeouts and connection failures are spent.
         """
+        if not url.startswith(("http://", "https://")):
+            raise PermanentFetchError(f"not an absolute http(s) URL: {url[:200]!r}")
         request_headers = dict(headers or {})
         policy = self._resource_policy
         return await self._follow(url, method, request_headers, follow_redirects, policy)

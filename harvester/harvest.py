@@ -11,55 +11,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
-from harvester.archive.recorder import Recorder
+from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
 from harvester.discovery import discover
 from harvester.exceptions import FetchError
 from harvester.fetch import Fetcher, FetchResult, FetchSettings
 from harvester.listing import Lister
-from harvester.oai import parse_oai_datestamp
+from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.settings import HarvestSettings
 from harvester.state import HarvestState, Resource
+from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
-
-
-@dataclass
-class Summary:
-    listed: int = 0
-    fetched: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    failed: int = 0
-    bytes: int = 0
-    seconds: float = 0.0
-    archived: int = 0
-    changed_during: int = 0
-    known: int = 0
-    endpoint: str | None = None
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def coverage(self) -> float:
-        """Archived or accounted-for resources over all resources the provider lists."""
-        return 1.0 if self.known == 0 else self.archived / self.known
-
-    def as_dict(self) -> dict[str, object]:
-        data = asdict(self)
-        data["coverage"] = round(self.coverage, 6)
-        data["seconds"] = round(self.seconds, 3)
-        return data
-
-
-Progress = Callable[[Summary, int], None]  # (summary so far, resources still to fetch)
 
 
 class Harvest:
@@ -87,22 +57,16 @@ class Harvest:
         with self.state:
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
             endpoint = discover(self.settings, self.state)
-            self.summary.endpoint = endpoint.endpoint
-            recorder = Recorder(
-                self.writer,
-                strategy=f"oai-{self.settings.oai_strategy}",
-                endpoint=endpoint.endpoint,
-            )
+            self.summary.endpoint = endpoint.endpoint if endpoint else None
+            strategy = f"oai-{self.settings.oai_strategy}" if endpoint else "crawl"
+            recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
             self.writer.open()
             try:
-                self._reconcile(recorder, repaired)
-                lister = Lister(self.settings, self.state, endpoint, recorder, self.summary)
-                list_complete = lister.run(self._expired)
-                self._list_started = _list_start(self.state, self.settings.site_url)
-                self._write_deletions(recorder)
-                asyncio.run(self._fetch_pending(recorder))
-                if list_complete and not self._expired():
-                    lister.advance_from()
+                self._reconcile(recorder, repaired, archive=endpoint is not None)
+                if endpoint is None:
+                    asyncio.run(self._crawl(recorder))
+                else:
+                    self._harvest(endpoint, recorder)
             finally:
                 self.writer.close()
                 self._index()
@@ -110,17 +74,54 @@ class Harvest:
         self.summary.seconds = time.monotonic() - start
         return self.summary
 
+    def _harvest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
+        """The OAI-PMH path: list, note deletions, fetch what is new or newer."""
+        lister = Lister(self.settings, self.state, endpoint, recorder, self.summary)
+        list_complete = lister.run(self._expired)
+        self._list_started = _list_start(self.state, self.settings.site_url)
+        self._write_deletions(recorder)
+        asyncio.run(self._fetch_pending(recorder))
+        if list_complete and not self._expired():
+            lister.advance_from()
+
+    async def _crawl(self, recorder: Recorder) -> None:
+        """The link-crawling path, for sites without a provider."""
+        from harvester.crawl.build import build_crawler
+
+        async with Fetcher(self._fetch_settings()) as fetcher:
+            crawler, seen = build_crawler(
+                self.settings,
+                self.state,
+                recorder,
+                fetcher,
+                self.summary,
+                self._deadline,
+                self.progress,
+            )
+            with seen:
+                await crawler.run()
+            self.summary.seen_hit_rate = round(seen.stats.hit_rate, 4)
+            self.summary.refused = sum(crawler.frontier.scope.refused.values())
+
     # -- steps -----------------------------------------------------------------------
 
-    def _reconcile(self, recorder: Recorder, repaired: list) -> None:  # type: ignore[type-arg]
-        """Groups that reached the disk before the state heard of them count as archived."""
+    def _reconcile(self, recorder: Recorder, repaired: list[Path], *, archive: bool) -> None:
+        """Groups that reached the disk before the state heard of them.
+
+        On the OAI-PMH path they count as archived. A crawl fetches such a page again, to
+        queue its links; the capture is remembered so the refetch becomes a revisit.
+        """
         found = recorder.reconcile(repaired)
         known = self.state.known_record_ids(c.record_id for _u, c in found)
         for url, capture in found:
             res = self.state.get(url)
-            if capture.record_id not in known and res is not None and res.status == "pending":
+            if capture.record_id in known or res is None or res.status != "pending":
+                continue
+            if archive:
                 self.state.mark_archived(url, capture, None)
-                log.info("recovered the capture of %s from %s", url, capture.warc_file)
+            else:
+                self.state.remember_capture(url, capture)
+            log.info("recovered the capture of %s from %s", url, capture.warc_file)
 
     def _write_deletions(self, recorder: Recorder) -> None:
         for res in list(self.state.resources(self.settings.site_url, ("deleting",))):
@@ -168,14 +169,9 @@ class Harvest:
             self.progress(self.summary, max(total - done, 0))
 
     async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
-        headers = {}
-        if res.etag:
-            headers["If-None-Match"] = res.etag
-        if res.last_modified:
-            headers["If-Modified-Since"] = res.last_modified
         await self.pacer.wait(res.url)
         try:
-            result = await fetcher.fetch(res.url, headers=headers)
+            result = await fetcher.fetch(res.url, headers=conditional_headers(res))
         except FetchError as exc:
             self._fail(res, str(exc), getattr(exc, "status", None))
             return

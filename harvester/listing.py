@@ -23,6 +23,7 @@ from harvester.exceptions import BadResumptionToken, NoRecordsMatch
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
 from harvester.settings import HarvestSettings
 from harvester.state import HarvestState, Listed
+from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
 DIDL = "{urn:mpeg:mpeg21:2002:02-DIDL-NS}"
@@ -36,7 +37,7 @@ class Lister:
         state: HarvestState,
         endpoint: EndpointInfo,
         recorder: Recorder,
-        summary: object,
+        summary: Summary,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -94,7 +95,7 @@ class Lister:
         try:
             for listed, page_token, response_date, page in self._fetch(from_, set_spec, token):
                 self.state.record_page(self.site, listed, page_token, response_date)
-                self.summary.listed += len(listed)  # type: ignore[attr-defined]
+                self.summary.listed += len(listed)
                 if page is not None:
                     self._archive_page(page)
                 if expired():
@@ -138,8 +139,8 @@ class Lister:
             mime, body = carried
             capture = self.recorder.carried(res, raw.header.identifier, mime, body)
             self.state.mark_archived(res.url, capture, None)
-            self.summary.fetched += 1  # type: ignore[attr-defined]
-            self.summary.bytes += len(body)  # type: ignore[attr-defined]
+            self.summary.fetched += 1
+            self.summary.bytes += len(body)
 
 
 def _listed(header: ListedHeader) -> Listed:

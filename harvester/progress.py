@@ -16,7 +16,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from harvester.harvest import Summary
+from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
 

@@ -37,6 +37,20 @@ class HarvestSettings:
     user_agent: str = USER_AGENT
     ignore_robots: bool = False
     collection: str = ""  # isPartOf in warcinfo; empty: the out folder's name
+    # -- the crawl (no provider, or --mode crawl) --
+    seeds: tuple[str, ...] = ()  # more start URLs besides SITE_URL
+    include: tuple[str, ...] = ()  # URL regexes: when given, only matching URLs are crawled
+    exclude: tuple[str, ...] = ()  # URL regexes never crawled
+    max_depth: int = 20
+    max_pages: int | None = None
+    max_bytes: int | None = None
+    delay_factor: float = 1.0  # a host rests at least this times its last response time
+    schedule: str = "capability"  # bfs | performance | quality | capability
+    score: str = "backlinks"  # the URL score the frontier orders by: backlinks | quality | opic
+    crawl_per_host: int = 2  # a crawl's connections per host (the OAI path uses per_host)
+    policy: Path | None = None  # a TOML file of crawl policies (favor, default, distrust)
+    respect_nofollow: bool = False
+    seen_cache: int = 50_000  # entries of the seen-URL test's in-memory CLOCK cache
     quiet: bool = False
     json: bool = False
 
@@ -57,6 +71,10 @@ class HarvestSettings:
         return self.out / "harvest.log"
 
     @property
+    def seen_path(self) -> Path:
+        return self.out / "seen.fp"
+
+    @property
     def collection_name(self) -> str:
         return self.collection or self.out.resolve().name
 
@@ -67,13 +85,13 @@ def _coerce(name: str, raw: Any) -> Any:
         return tuple(raw) if isinstance(raw, list) else raw
     if kind == "bool":
         return raw.strip().lower() in ("1", "true", "yes", "on")
-    if kind == "int":
+    if kind in ("int", "int | None"):
         return int(raw)
     if "float" in kind:
         return float(raw)
     if "tuple" in kind:
         return tuple(p for p in raw.split(",") if p)
-    if kind == "Path":
+    if "Path" in kind:
         return Path(raw)
     return raw
 
@@ -104,7 +122,11 @@ def load_settings(
 
 
 def _check(values: Mapping[str, Any]) -> None:
-    choices = {"mode": ("auto", "oai", "crawl"), "oai_strategy": ("get", "didl")}
+    choices = {
+        "mode": ("auto", "oai", "crawl"),
+        "oai_strategy": ("get", "didl"),
+        "schedule": ("bfs", "performance", "quality", "capability"),
+    }
     for name, allowed in choices.items():
         if name in values and values[name] not in allowed:
             raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {values[name]!r}")

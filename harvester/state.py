@@ -14,15 +14,21 @@ Resource statuses::
     failed    the last attempt failed (404, 410, network); retried on the next run
     deleting  listed as deleted; the deletion note is not written yet
     deleted   the deletion note is in the WARCs; earlier captures are kept
+    gone      a crawled URL now answers 404 or 410; earlier captures are kept
+
+The crawl keeps its frontier here too: every URL it ever queued, with its depth, policy,
+scores and discovery order, so a crawl killed at any moment resumes with nothing lost.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harvester.exceptions import StateError
 
@@ -65,6 +71,19 @@ CREATE TABLE IF NOT EXISTS resources (
     updated REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS resources_status ON resources (status, url);
+CREATE TABLE IF NOT EXISTS frontier (   -- the crawl's discovered URLs, one row per URL ever queued
+    url TEXT PRIMARY KEY,
+    site TEXT NOT NULL,
+    host TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    policy TEXT NOT NULL,
+    distance INTEGER NOT NULL,        -- link hops since its policy began (seed or switch)
+    scores TEXT NOT NULL,             -- JSON: the named scores of the URL
+    seq INTEGER NOT NULL,             -- discovery order
+    status TEXT NOT NULL,             -- queued | done
+    via TEXT                          -- the page that linked it first
+);
+CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (site, status, seq);
 CREATE INDEX IF NOT EXISTS resources_record ON resources (record_id);
 """
 ACTIVE = ("pending", "failed")
@@ -131,6 +150,20 @@ class Capture:
     payload_digest: str | None
     sha1: str | None
     sha256: str | None
+
+
+@dataclass(frozen=True)
+class QueuedRow:
+    """A frontier row: a URL the crawl has discovered and means to fetch."""
+
+    url: str
+    host: str
+    depth: int
+    policy: str
+    distance: int
+    scores: dict[str, float]
+    seq: int
+    via: str | None
 
 
 class HarvestState:
@@ -364,6 +397,115 @@ class HarvestState:
         ).fetchone()
         return row[0] if row else None
 
+    def remember_capture(self, url: str, capture: Capture) -> None:
+        """Keep what a capture was (for revisit detection) without calling it archived."""
+        self.db.execute(
+            "UPDATE resources SET record_id=?, warc_file=?, warc_offset=?, warc_length=?,"
+            " warc_date=?, payload_digest=?, sha1=?, sha256=?, etag=?, last_modified=?"
+            " WHERE url=?",
+            (
+                capture.record_id,
+                capture.warc_file,
+                capture.warc_offset,
+                capture.warc_length,
+                capture.warc_date,
+                capture.payload_digest,
+                capture.sha1,
+                capture.sha256,
+                capture.etag,
+                capture.last_modified,
+                url,
+            ),
+        )
+
+    def mark_gone(self, url: str, http_status: int) -> None:
+        """A crawled URL that now answers 404 or 410; its captures are kept."""
+        self.db.execute(
+            "UPDATE resources SET status='gone', http_status=?, attempts=attempts+1, updated=?"
+            " WHERE url=?",
+            (http_status, time.time(), url),
+        )
+
+    # -- the crawl frontier ------------------------------------------------------------
+
+    def enqueue(self, site: str, rows: Iterable[QueuedRow]) -> list[QueuedRow]:
+        """Queue URLs not queued before (also as pending resources); return those added."""
+        added = []
+        now = time.time()
+        for row in rows:
+            cur = self.db.execute(
+                "INSERT OR IGNORE INTO frontier (url, site, host, depth, policy, distance, scores,"
+                " seq, status, via) VALUES (?,?,?,?,?,?,?,?,'queued',?)",
+                (
+                    row.url,
+                    site,
+                    row.host,
+                    row.depth,
+                    row.policy,
+                    row.distance,
+                    json.dumps(row.scores),
+                    row.seq,
+                    row.via,
+                ),
+            )
+            if cur.rowcount:
+                added.append(row)
+                self.db.execute(
+                    "INSERT INTO resources (url, site, status, updated) VALUES (?,?,'pending',?)"
+                    " ON CONFLICT(url) DO UPDATE SET status='pending'",
+                    (row.url, site, now),
+                )
+        return added
+
+    def queued(self, site: str) -> Iterator[QueuedRow]:
+        """The queued URLs in discovery order (a crawl resumes from these)."""
+        rows = self.db.execute(
+            f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE site=? AND status='queued'"
+            " ORDER BY seq",
+            (site,),
+        ).fetchall()
+        for row in rows:
+            yield _queued_row(row)
+
+    def queued_url(self, url: str) -> list[QueuedRow]:
+        """The frontier row of ``url`` if it is still queued (empty list otherwise)."""
+        rows = self.db.execute(
+            f"SELECT {_FRONTIER_COLUMNS} FROM frontier WHERE url=? AND status='queued'", (url,)
+        ).fetchall()
+        return [_queued_row(row) for row in rows]
+
+    def dequeue(self, url: str) -> None:
+        self.db.execute("UPDATE frontier SET status='done' WHERE url=?", (url,))
+
+    def rescore(self, url: str, scores: dict[str, float], policy: str) -> bool:
+        """Store a queued URL's new scores and policy; False if it is not queued any more."""
+        cur = self.db.execute(
+            "UPDATE frontier SET scores=?, policy=? WHERE url=? AND status='queued'",
+            (json.dumps(scores), policy, url),
+        )
+        return cur.rowcount > 0
+
+    def requeue_done(self, site: str) -> int:
+        """Start a new crawl cycle: every fetched URL is queued again, for a revisit."""
+        with self.transaction():
+            cur = self.db.execute(
+                "UPDATE frontier SET status='queued' WHERE site=? AND status='done'", (site,)
+            )
+            self.db.execute(
+                "UPDATE resources SET status='pending' WHERE site=? AND status IN"
+                " ('archived','failed')",
+                (site,),
+            )
+        return cur.rowcount
+
+    def max_seq(self, site: str) -> int:
+        row = self.db.execute("SELECT MAX(seq) FROM frontier WHERE site=?", (site,)).fetchone()
+        return int(row[0] or 0)
+
+    def transaction(self) -> _Transaction:
+        """One atomic step: ``with state.transaction(): ...``."""
+        return _Transaction(self.db)
+
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db)
 
@@ -384,6 +526,14 @@ _RESOURCE_COLUMNS = (
     " last_modified, payload_digest, sha1, sha256, record_id, warc_file, warc_offset,"
     " warc_length, warc_date, attempts"
 )
+
+
+_FRONTIER_COLUMNS = "url, host, depth, policy, distance, scores, seq, via"
+
+
+def _queued_row(row: tuple[Any, ...]) -> QueuedRow:
+    url, host, depth, policy, distance, scores, seq, via = row
+    return QueuedRow(url, host, depth, policy, distance, json.loads(scores), seq, via)
 
 
 def _resource(row: tuple[object, ...]) -> Resource:

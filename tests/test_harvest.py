@@ -161,7 +161,9 @@ def test_cli_json_summary_and_didl_export(served, tmp_path: Path, capsys) -> Non
 
 def test_no_provider_is_a_clear_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     with start_provider(tmp_path, tmp_path.parent / "i.sqlite", endpoint="/elsewhere") as server:
-        code = main(["harvest", server.url, "--out", str(tmp_path / "out"), "--quiet"])
+        code = main(
+            ["harvest", server.url, "--out", str(tmp_path / "out"), "--quiet", "--mode", "oai"]
+        )
     assert code == 1
     assert "no OAI-PMH endpoint" in capsys.readouterr().err
 

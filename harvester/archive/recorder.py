@@ -64,15 +64,15 @@ class Payload:
         )
 
 
-def warc_digest_to_hex(digest: str | None) -> str | None:
-    """``sha1:BASE32`` → hex.
-
-    >>> warc_digest_to_hex("sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ")
-    'da39a3ee5e6b4b0d3255bfef95601890afd80709'
-    """
-    if not digest or not digest.startswith("sha1:"):
-        return None
-    return base64.b32decode(digest[5:]).hex()
+def conditional_headers(res: Resource | None) -> dict[str, str]:
+    """If-None-Match / If-Modified-Since from the last capture, when a 304 could be recorded
+    as a revisit of it (that needs its digests)."""
+    if res is None or not (res.record_id and res.sha1 and res.sha256):
+        return {}
+    headers = {"If-None-Match": res.etag} if res.etag else {}
+    if res.last_modified:
+        headers["If-Modified-Since"] = res.last_modified
+    return headers
 
 
 class Recorder:
@@ -92,9 +92,11 @@ class Recorder:
 
     # -- groups ------------------------------------------------------------------------
 
-    def fetched(self, res: Resource, result: FetchResult) -> tuple[Capture, bool]:
+    def fetched(
+        self, res: Resource, result: FetchResult, outlinks: Sequence[str] | None = None
+    ) -> tuple[Capture, bool]:
         """A fresh capture, or a revisit when the server or the digest says nothing changed;
-        the flag says it was a revisit."""
+        the flag says it was a revisit. A crawled page also gets its outlinks record."""
         payload = Payload.of(result.body)
         unchanged = bool(res.record_id) and (
             result.status == 304 or res.payload_digest == payload.warc_digest
@@ -115,10 +117,20 @@ class Recorder:
         request = self.writer.request_record(
             result.url, _request_headers(result), concurrent_to=_id(content), ip=result.peer_ip
         )
+        first = [content, request]
+        if outlinks:  # before the content: a cut after it leaves no half-recorded page
+            first.insert(0, self._outlinks(result.url, _id(content), outlinks))
         locations = self.writer.write_group(
-            [content, request], then=lambda locs: [self._didl(res, result, payload, locs[0])]
+            first, then=lambda locs: [self._didl(res, result, payload, locs[-2])]
         )
-        return _capture(locations[0], result, payload), unchanged
+        return _capture(locations[-3], result, payload), unchanged
+
+    def _outlinks(self, url: str, refers_to: str, outlinks: Sequence[str]) -> ArcWarcRecord:
+        """Heritrix's outlinks record: ``application/warc-fields``, skipped by replay indexers."""
+        body = "".join(f"outlink: {link}\r\n" for link in outlinks).encode("utf-8")
+        return self.writer.metadata_record(
+            body, content_type="application/warc-fields", refers_to=refers_to, target_uri=url
+        )
 
     def exchange(self, exchange: Exchange) -> list[RecordLocation]:
         """A raw OAI-PMH exchange (strategy didl): response + request + a closing note."""
@@ -216,16 +228,16 @@ class Recorder:
         """
         found: list[tuple[str, Capture]] = []
         for path in repaired:
-            content: dict[str, tuple[ArcWarcRecord, int, int]] = {}
+            content: dict[str, tuple[ArcWarcRecord, int, int, Payload]] = {}
             with open(path, "rb") as fh:
                 it = ArchiveIterator(fh)
                 for record in it:
                     kind = record.rec_type
                     rid = record.rec_headers.get_header("WARC-Record-ID")
-                    record.content_stream().read()
+                    body = record.raw_stream.read()
                     offset, length = it.get_record_offset(), it.get_record_length()
-                    if kind in ("response", "revisit", "resource"):
-                        content[rid] = (record, offset, length)
+                    if kind in ("response", "resource"):
+                        content[rid] = (record, offset, length, Payload.of(body))
                     elif kind == "metadata":
                         ref = record.rec_headers.get_header("WARC-Refers-To")
                         if ref in content:
@@ -300,10 +312,9 @@ def _capture(at: RecordLocation, result: FetchResult | _Carried, payload: Payloa
 
 
 def _recovered(
-    filename: str, record: ArcWarcRecord, offset: int, length: int
+    filename: str, record: ArcWarcRecord, offset: int, length: int, payload: Payload
 ) -> tuple[str, Capture]:
     rec, http = record.rec_headers, record.http_headers
-    digest = rec.get_header("WARC-Payload-Digest")
     return rec.get_header("WARC-Target-URI"), Capture(
         record_id=rec.get_header("WARC-Record-ID"),
         warc_file=filename,
@@ -313,7 +324,7 @@ def _recovered(
         http_status=int(http.get_statuscode()) if http else 200,
         etag=http.get_header("ETag") if http else None,
         last_modified=http.get_header("Last-Modified") if http else None,
-        payload_digest=digest,
-        sha1=warc_digest_to_hex(digest),
-        sha256=None,
+        payload_digest=payload.warc_digest,
+        sha1=payload.sha1,
+        sha256=payload.sha256,
     )

@@ -1,0 +1,66 @@
+"""Builds the crawl's components from the settings: the factory of the crawl path."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from harvester.archive.recorder import Recorder
+from harvester.crawl.crawler import Crawler, CrawlLimits
+from harvester.crawl.frontier import Frontier
+from harvester.crawl.policies import load_policies
+from harvester.crawl.quality import OPICScorer
+from harvester.crawl.scheduling import Politeness, make_scheduler
+from harvester.crawl.scope import Scope
+from harvester.crawl.seen import SeenSet
+from harvester.crawl.urls import canonicalize
+from harvester.fetch import Fetcher
+from harvester.settings import HarvestSettings
+from harvester.state import HarvestState
+from harvester.summary import Progress, Summary
+
+
+def build_crawler(
+    settings: HarvestSettings,
+    state: HarvestState,
+    recorder: Recorder,
+    fetcher: Fetcher,
+    summary: Summary,
+    deadline: float | None,
+    progress: Progress | None = None,
+) -> tuple[Crawler, SeenSet]:
+    """The crawler, and its seen-URL test (which the caller opens and closes)."""
+    seeds = [canonicalize(u) for u in (settings.site_url, *settings.seeds)]
+    policies = load_policies(settings.policy)
+    seeds += [canonicalize(u) for u in policies.seeds]
+    politeness = Politeness(
+        delay=settings.delay, delay_factor=settings.delay_factor, per_host=settings.crawl_per_host
+    )
+    seen = SeenSet(settings.seen_path, cache_size=settings.seen_cache)
+    frontier = Frontier(
+        settings.site_url,
+        state,
+        scheduler=make_scheduler(settings.schedule, politeness=politeness, score=settings.score),
+        seen=seen,
+        scope=Scope(
+            {urlsplit(u).hostname or "" for u in seeds},
+            include=settings.include,
+            exclude=settings.exclude,
+            max_depth=settings.max_depth,
+        ),
+        scorer=OPICScorer(multiplier=policies.multiplier),
+        policies=policies,
+    )
+    crawler = Crawler(
+        settings.site_url,
+        list(dict.fromkeys(seeds)),
+        state=state,
+        frontier=frontier,
+        recorder=recorder,
+        fetcher=fetcher,
+        concurrency=settings.concurrency,
+        limits=CrawlLimits(settings.max_pages, settings.max_bytes, deadline),
+        summary=summary,
+        respect_nofollow=settings.respect_nofollow,
+        progress=progress,
+    )
+    return crawler, seen

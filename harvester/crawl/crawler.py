@@ -1,0 +1,214 @@
+"""The crawl loop: fetch what the frontier schedules, archive it, queue what it links to.
+
+Used when a site has no OAI-PMH provider (or with ``--mode crawl``). It writes the same
+WARC groups, DIDL records and CDXJ index through the same recorder and state as the OAI-PMH
+path, plus a ``metadata`` record of outlinks per page, as Heritrix does.
+
+Each fetched page is one step: its WARC group is written (and fsynced), then one state
+transaction records the page as fetched and queues its new links. A crawl killed at any
+moment resumes from the persisted queue: no discovered URL is lost, and a page in flight at
+the kill is fetched again, its duplicate caught by payload digest (a revisit record).
+Redirects are not followed in place: the 3xx response is archived and its target queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from harvester.archive.recorder import Recorder, conditional_headers
+from harvester.crawl.frontier import Frontier
+from harvester.crawl.links import Link, extract_links
+from harvester.crawl.scheduling import QueuedURL
+from harvester.crawl.sitemaps import sitemap_urls
+from harvester.exceptions import FetchError, PermanentFetchError, TransientFetchError
+from harvester.fetch import Fetcher, FetchResult
+from harvester.state import HarvestState, Resource
+from harvester.summary import Progress, Summary
+
+log = logging.getLogger(__name__)
+GONE = (404, 410)
+LINKED_TYPES = ("text/html", "application/xhtml+xml", "text/css")
+
+
+@dataclass
+class CrawlLimits:
+    max_pages: int | None = None
+    max_bytes: int | None = None
+    deadline: float | None = None  # time.monotonic() value
+
+
+class Crawler:
+    def __init__(
+        self,
+        site: str,
+        seeds: list[str],
+        *,
+        state: HarvestState,
+        frontier: Frontier,
+        recorder: Recorder,
+        fetcher: Fetcher,
+        concurrency: int,
+        limits: CrawlLimits,
+        summary: Summary,
+        respect_nofollow: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.site, self.seeds = site, seeds
+        self.state, self.frontier, self.recorder, self.fetcher = state, frontier, recorder, fetcher
+        self.concurrency = concurrency
+        self.limits = limits
+        self.summary = summary
+        self.respect_nofollow = respect_nofollow
+        self.progress = progress or (lambda summary, remaining: None)
+        self._hosts_seen: set[str] = set()
+        self._pages = 0
+
+    async def run(self) -> bool:
+        """Crawl until the frontier is empty or a limit is reached; True when it emptied."""
+        await self._start()
+        loop = asyncio.get_running_loop()
+        running: set[asyncio.Task[None]] = set()
+        while not self._limited():
+            item = self.frontier.next(loop.time()) if len(running) < self.concurrency else None
+            if item is not None:
+                running.add(asyncio.create_task(self._visit(item)))
+                continue
+            if not running and self.frontier.wake_time() is None:
+                break  # nothing queued and nothing in flight: the crawl is complete
+            await self._wait(running, loop.time())
+        if running:
+            await asyncio.gather(*running)
+        return len(self.frontier) == 0 and not self._limited()
+
+    async def _start(self) -> None:
+        queued = self.frontier.open()
+        if queued == 0 and self.state.requeue_done(self.site):
+            queued = self.frontier.open()  # a new cycle: revisit everything known
+        extra = [] if queued else await self._sitemap_seeds()
+        added = self.frontier.seed([*self.seeds, *extra])
+        log.info("crawl of %s: %d queued, %d seeds added", self.site, queued, added)
+
+    async def _sitemap_seeds(self) -> list[str]:
+        urls: list[str] = []
+        for seed in dict.fromkeys(_origin(s) for s in self.seeds):
+            urls += await sitemap_urls(self.fetcher, seed)
+        return urls
+
+    async def _wait(self, running: set[asyncio.Task[None]], now: float) -> None:
+        """Until a fetch ends or the next host becomes eligible, whichever comes first."""
+        wake = self.frontier.wake_time()
+        timeout = None if wake is None else max(0.0, wake - now)
+        if not running:
+            await asyncio.sleep(timeout or 0.0)
+            return
+        done, _ = await asyncio.wait(running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        running.difference_update(done)
+        for task in done:
+            task.result()  # re-raise a crash of the step itself (a bug, not a fetch error)
+
+    def _limited(self) -> bool:
+        lim = self.limits
+        return (
+            (lim.max_pages is not None and self._pages >= lim.max_pages)
+            or (lim.max_bytes is not None and self.summary.bytes >= lim.max_bytes)
+            or (lim.deadline is not None and time.monotonic() >= lim.deadline)
+        )
+
+    # -- one URL -----------------------------------------------------------------------
+
+    async def _visit(self, item: QueuedURL) -> None:
+        await self._robots_delay(item)
+        started = time.monotonic()
+        res = self.state.get(item.url)
+        try:
+            result = await self.fetcher.fetch(
+                item.url, headers=conditional_headers(res), follow_redirects=False
+            )
+        except FetchError as exc:
+            self._failed(item, exc, time.monotonic() - started)
+            return
+        self._pages += 1
+        self._archive(item, res, result)
+        self.frontier.scheduler.done(
+            item.host,
+            now=asyncio.get_running_loop().time(),
+            latency=result.elapsed,
+            nbytes=len(result.body),
+            status=result.status,
+            retry_after=_retry_after(result),
+        )
+        self.progress(self.summary, len(self.frontier))
+
+    async def _robots_delay(self, item: QueuedURL) -> None:
+        if item.host in self._hosts_seen:
+            return
+        self._hosts_seen.add(item.host)
+        try:
+            delay = await self.fetcher.robots.crawl_delay(item.url)
+        except FetchError:
+            delay = None
+        self.frontier.scheduler.set_crawl_delay(item.host, delay)
+
+    def _archive(self, item: QueuedURL, res: Resource | None, result: FetchResult) -> None:
+        if result.status in GONE:
+            with self.state.transaction():
+                self.state.mark_gone(item.url, result.status)
+                self.state.dequeue(item.url)
+            self.summary.failed += 1
+            return
+        links = self._links(result)
+        assert res is not None, "every queued URL has a resource row"
+        outlinks = [link.url for link in links]
+        capture, unchanged = self.recorder.fetched(res, result, outlinks=outlinks)
+        with self.state.transaction():
+            self.state.mark_archived(item.url, capture, None)
+            self.state.dequeue(item.url)
+            self.frontier.discovered(item, links)
+        self.summary.bytes += len(result.body)
+        if unchanged:
+            self.summary.unchanged += 1
+        else:
+            self.summary.fetched += 1
+
+    def _links(self, result: FetchResult) -> list[Link]:
+        ctype = (result.header("Content-Type") or "").split(";")[0].strip().lower()
+        headers = result.response_headers
+        if ctype not in LINKED_TYPES and not 300 <= result.status < 400:
+            return []
+        return extract_links(
+            result.body, result.url, ctype, headers, follow_nofollow=not self.respect_nofollow
+        )
+
+    def _failed(self, item: QueuedURL, exc: FetchError, latency: float) -> None:
+        status = getattr(exc, "status", None)
+        log.warning("%s: %s", item.url, exc)
+        with self.state.transaction():
+            self.state.mark_failed(item.url, str(exc), status)
+            if isinstance(exc, PermanentFetchError):
+                self.state.dequeue(item.url)  # robots, loops: not retried this cycle
+        self.summary.failed += 1
+        retry = exc.retry_after if isinstance(exc, TransientFetchError) else None
+        self.frontier.scheduler.done(
+            item.host,
+            now=asyncio.get_running_loop().time(),
+            latency=latency,
+            nbytes=0,
+            status=status or 599,
+            retry_after=retry,
+        )
+
+
+def _retry_after(result: FetchResult) -> float | None:
+    from harvester.fetch import parse_retry_after, utcnow
+
+    value = result.header("Retry-After")
+    return parse_retry_after(value, utcnow()) if value else None
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/"

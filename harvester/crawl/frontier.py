@@ -1,0 +1,162 @@
+"""The frontier: every URL the crawl has discovered, persisted, scored, and scheduled.
+
+It joins the scope (what may be crawled), the seen-URL test (is this URL new?), the crawl
+policies (favor, default, distrust, inherited along links), the scorer (how valuable), the
+state (the persisted queue, so a killed crawl resumes with nothing lost) and the scheduler
+(which host next, and which of its URLs). A URL is scored and queued once; later links to it
+only add to its score, and when pages of different policies link it, the most trusting
+policy wins (:meth:`PolicySet.combine`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from harvester.crawl.links import Link
+from harvester.crawl.policies import PolicySet
+from harvester.crawl.quality import Outlink, PageState, Scorer, distinct
+from harvester.crawl.scheduling import QueuedURL, Scheduler
+from harvester.crawl.scope import Scope
+from harvester.crawl.seen import SeenSet
+from harvester.crawl.urls import canonicalize, host_of
+from harvester.state import HarvestState, QueuedRow
+
+log = logging.getLogger(__name__)
+
+
+class Frontier:
+    def __init__(
+        self,
+        site: str,
+        state: HarvestState,
+        *,
+        scheduler: Scheduler,
+        seen: SeenSet,
+        scope: Scope,
+        scorer: Scorer,
+        policies: PolicySet,
+    ) -> None:
+        self.site = site
+        self.state = state
+        self.scheduler = scheduler
+        self.seen = seen
+        self.scope = scope
+        self.scorer = scorer
+        self.policies = policies
+        self._seq = 0
+        self._distance: dict[str, int] = {}  # link hops since each queued URL's policy began
+
+    def open(self) -> int:
+        """Load the persisted queue into the scheduler; returns how many URLs it holds."""
+        self._seq = self.state.max_seq(self.site)
+        count = 0
+        for row in self.state.queued(self.site):
+            self.seen.add_if_new(row.url)
+            self._schedule(row)
+            count += 1
+        return count
+
+    def seed(self, urls: Iterable[str]) -> int:
+        """Queue start URLs (depth 0, each with its seed policy); returns how many were new."""
+        rows = []
+        for raw in urls:
+            try:
+                url = canonicalize(raw)
+            except ValueError:
+                log.warning("ignoring the seed %r: not an http(s) URL", raw)
+                continue
+            policy = self.policies.for_seed(url)
+            if self.seen.add_if_new(url):
+                rows.append(self._row(url, 0, policy, 0, self.scorer.initial(True, policy), None))
+        return len(self._enqueue(rows))
+
+    def discovered(self, parent: QueuedURL, links: Sequence[Link]) -> list[QueuedRow]:
+        """Score a fetched page's links; queue the new ones, add to the score of the others.
+
+        Call inside the state transaction that records the page, so that a page's links are
+        persisted together with the fact that it was fetched.
+        """
+        distance = self._distance.pop(parent.url, 0)
+        outlinks = distinct(self._followed(parent, distance, links))
+        page = PageState(parent.url, parent.depth, parent.policy, distance, parent.scores)
+        gains = self.scorer.on_fetched(page, outlinks)
+        rows = []
+        for out in outlinks:
+            gained = gains.get(out.url, {})
+            if self.seen.add_if_new(out.url):
+                scores = _add(self.scorer.initial(False, out.policy), gained)
+                depth = parent.depth + 1
+                rows.append(self._row(out.url, depth, out.policy, out.distance, scores, parent.url))
+            else:
+                self._bump(out.url, gained, out.policy)
+        return self._enqueue(rows)
+
+    def next(self, now: float) -> QueuedURL | None:
+        return self.scheduler.next(now)
+
+    def wake_time(self) -> float | None:
+        return self.scheduler.wake_time()
+
+    def __len__(self) -> int:
+        return len(self.scheduler)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _followed(self, parent: QueuedURL, distance: int, links: Sequence[Link]) -> list[Outlink]:
+        """The links the parent's policy follows and the scope admits, with their policies."""
+        followed = []
+        for link in links:
+            policy = self.policies.inherit(parent.policy, link.url, distance + 1)
+            if policy is None or self.scope.refusal(link.url, parent.depth + 1) is not None:
+                continue
+            hops = distance + 1 if policy == parent.policy else 0  # a switch starts afresh
+            followed.append(Outlink(link.url, policy, hops))
+        return followed
+
+    def _row(
+        self,
+        url: str,
+        depth: int,
+        policy: str,
+        distance: int,
+        scores: Mapping[str, float],
+        via: str | None,
+    ) -> QueuedRow:
+        self._seq += 1
+        return QueuedRow(url, host_of(url), depth, policy, distance, dict(scores), self._seq, via)
+
+    def _enqueue(self, rows: list[QueuedRow]) -> list[QueuedRow]:
+        added = self.state.enqueue(self.site, rows)
+        for row in added:
+            self._schedule(row)
+        return added
+
+    def _schedule(self, row: QueuedRow) -> None:
+        self._distance[row.url] = row.distance
+        self.scheduler.add(QueuedURL(row.url, row.host, row.scores, row.depth, row.policy, row.seq))
+
+    def _bump(self, url: str, gained: Mapping[str, float], policy: str) -> None:
+        """A later link adds to a queued URL's score; the most trusting policy wins."""
+        for row in self.state.queued_url(url):
+            combined = self.policies.combine(row.policy, policy)
+            scores = _add(row.scores, gained)
+            if not self.state.rescore(url, scores, combined):
+                continue
+            if combined != row.policy:
+                self._schedule(_with(row, scores=scores, policy=combined, distance=0))
+            elif gained:
+                self.scheduler.bump(url, row.host, gained)
+
+
+def _with(row: QueuedRow, **changes: object) -> QueuedRow:
+    from dataclasses import replace
+
+    return replace(row, **changes)  # type: ignore[arg-type]
+
+
+def _add(scores: Mapping[str, float], gained: Mapping[str, float]) -> dict[str, float]:
+    total = dict(scores)
+    for name, value in gained.items():
+        total[name] = total.get(name, 0.0) + value
+    return total

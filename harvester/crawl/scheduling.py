@@ -1,0 +1,510 @@
+"""Two-level crawl scheduling: which host gets the next free fetch slot, and which of its URLs.
+
+Level 1 chooses among the hosts that politeness allows a request *now*; level 2 chooses a URL
+from that host's queue (Cao, Jiang & Singh, "Scheduling Web Crawl for Better Performance and
+Quality"). Four policies:
+
+- ``bfs``: hosts in turn (round robin over the ready hosts), each serving its oldest URL.
+- ``performance``: the ready host with the highest measured pages/s; its oldest URL.
+- ``quality``: the best-scored URL of any ready host.
+- ``capability``: the ready host with the highest *crawl ability*, its pages/s times the score
+  of the URL it would serve next; then that host's best URL. Hosts not yet measured get an
+  optimistic prior rate (a configured one, or the best rate measured so far).
+
+A host's pages/s is ``per_host / max((1 + K) * t, delay)``, where ``t = latency +
+page_bytes / bytes_per_s`` comes from moving averages of what :meth:`Scheduler.done` reports and
+``K`` is the delay factor: for one request at a time that is ``1 / (t + rest)``.
+
+Politeness binds every policy. A host may start a request when it has fewer than ``per_host`` in
+flight and ``now >= max(last_start + max(delay, crawl_delay), last_end + K * last_response,
+backoff_until)`` (the ``K`` rule is Heritrix's delay factor). Failures (no response, 429, 5xx)
+back off exponentially, or for the server's ``Retry-After``, up to ``max_backoff``; a success
+resets the backoff.
+
+Every selection costs O(log hosts + log URLs-of-the-host): hosts wait in a *sleeping* heap keyed
+by the time they become eligible and move to a policy-keyed *ready* heap when due. Nothing is
+ever removed from a heap in place: each host carries a token, renewed whenever it is re-placed,
+and an entry with an old token is skipped when it surfaces (lazy deletion). The scheduler does
+no I/O and keeps no clock; the caller passes ``now`` from whatever clock it runs on.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+SCHEDULERS = ("bfs", "performance", "quality", "capability")
+EWMA_ALPHA = 0.3  # weight of the newest sample in the moving averages
+MIN_SERVICE_S = 1e-3  # a fetch never counts as faster than this, so rates stay finite
+MIN_TRANSFER_S = 1e-4  # shorter body transfers say nothing about bandwidth
+NEVER = -math.inf
+
+UrlKey = tuple[float, int]  # (primary, seq): smaller is served first
+HeapEntry = tuple[float, int, int, str]  # (key, host rank, token, host)
+
+
+@dataclass(frozen=True)
+class QueuedURL:
+    """A URL waiting to be fetched, with the named scores the policies can order by."""
+
+    url: str
+    host: str
+    scores: Mapping[str, float]
+    depth: int = 0
+    policy: str = "default"
+    seq: int = 0  # discovery order
+
+    def score(self, name: str) -> float:
+        return float(self.scores.get(name, 0.0))
+
+
+@dataclass(frozen=True)
+class Politeness:
+    """How hard one host may be pressed."""
+
+    delay: float = 0.0  # minimum seconds between request starts (--delay)
+    delay_factor: float = 1.0  # rest at least K times the last response time (--delay-factor)
+    per_host: int = 1  # concurrent requests per host
+    max_backoff: float = 300.0  # the longest a failing host is rested
+    backoff_base: float = 1.0  # the first backoff; it doubles with each further failure
+
+    def __post_init__(self) -> None:
+        for name in ("delay", "delay_factor", "max_backoff", "backoff_base"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"Politeness.{name} must be >= 0, not {getattr(self, name)}")
+        if self.per_host < 1:
+            raise ValueError(f"Politeness.per_host must be >= 1, not {self.per_host}")
+
+
+def is_failure(status: int | None) -> bool:
+    """Whether a response says the host is struggling: no response, 429 or a 5xx."""
+    return status is None or status == 429 or status >= 500
+
+
+def _ewma(old: float | None, sample: float) -> float:
+    return sample if old is None else old + EWMA_ALPHA * (sample - old)
+
+
+@dataclass
+class _Timing:
+    """A host's measured speed (moving averages) and the times politeness counts from."""
+
+    latency: float | None = None  # seconds until the response starts
+    page_bytes: float | None = None
+    bytes_per_s: float | None = None
+    last_start: float = NEVER
+    last_end: float = NEVER
+    last_response: float = 0.0  # the whole last fetch, start to last byte
+    starts: deque[float] = field(default_factory=deque)
+
+    def record(self, now: float, latency: float, nbytes: int) -> None:
+        started = self.starts.popleft() if self.starts else now - latency
+        duration = max(now - started, latency, 0.0)
+        self.latency = _ewma(self.latency, max(latency, 0.0))
+        self.page_bytes = _ewma(self.page_bytes, max(nbytes, 0))
+        transfer = duration - latency
+        if nbytes > 0 and transfer > MIN_TRANSFER_S:
+            self.bytes_per_s = _ewma(self.bytes_per_s, nbytes / transfer)
+        self.last_end = now
+        self.last_response = duration
+
+    def service_time(self) -> float | None:
+        """Expected seconds one fetch occupies a slot: latency + size / bandwidth."""
+        if self.latency is None:
+            return None
+        transfer = (self.page_bytes or 0.0) / self.bytes_per_s if self.bytes_per_s else 0.0
+        return max(self.latency + transfer, MIN_SERVICE_S)
+
+
+class HostState:
+    """One host: its queue of URLs (level 2), its measured speed and its politeness state."""
+
+    def __init__(
+        self, name: str, rank: int, politeness: Politeness, url_key: Callable[[QueuedURL], UrlKey]
+    ) -> None:
+        self.name = name
+        self.rank = rank  # first-seen order: the deterministic tie-break between hosts
+        self.politeness = politeness
+        self.timing = _Timing()
+        self.in_flight = 0
+        self.crawl_delay = 0.0
+        self.rate: float | None = None  # measured pages/s, rests included
+        self.failures = 0
+        self.backoff_until = NEVER
+        self.token = 0  # renewed at every placement; heap entries with an older one are stale
+        self.ready_key: float | None = None  # the key of its live ready-heap entry, if any
+        self._url_key = url_key
+        self._heap: list[tuple[UrlKey, str]] = []
+        self._items: dict[str, QueuedURL] = {}
+        self._keys: dict[str, UrlKey] = {}  # a heap entry whose key differs is stale
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    # -- level 2: the host's own queue --
+
+    def push(self, item: QueuedURL) -> bool:
+        """Queue ``item``, replacing a queued URL of the same name; True if it replaced one."""
+        url, key = item.url, self._url_key(item)
+        old = self._keys.get(url)
+        self._items[url] = item
+        if old == key:
+            return True  # its heap entry still stands
+        self._keys[url] = key
+        heapq.heappush(self._heap, (key, url))
+        if len(self._heap) > 2 * len(self._items) + 32:
+            self._heap = [(key, url) for url, key in self._keys.items()]
+            heapq.heapify(self._heap)
+        return old is not None
+
+    def add_scores(self, url: str, deltas: Mapping[str, float]) -> bool:
+        """Add ``deltas`` to a queued URL's scores; False if the URL is not queued here."""
+        item = self._items.get(url)
+        if item is None:
+            return False
+        scores = dict(item.scores)
+        for name, delta in deltas.items():
+            scores[name] = scores.get(name, 0.0) + delta
+        self.push(replace(item, scores=scores))
+        return True
+
+    def peek(self) -> QueuedURL | None:
+        """The URL level 2 would serve next."""
+        heap, keys = self._heap, self._keys
+        while heap:
+            key, url = heap[0]
+            if keys.get(url) == key:
+                return self._items[url]
+            heapq.heappop(heap)  # stale: bumped since, or already served
+        return None
+
+    def pop(self) -> QueuedURL:
+        item = self.peek()
+        if item is None:
+            raise IndexError(f"no URL queued for host {self.name!r}")
+        heapq.heappop(self._heap)
+        del self._items[item.url], self._keys[item.url]
+        return item
+
+    # -- politeness and measurement --
+
+    def start(self, now: float) -> None:
+        self.in_flight += 1
+        self.timing.starts.append(now)
+        self.timing.last_start = now
+
+    def finish(
+        self, now: float, latency: float, nbytes: int, status: int | None, retry_after: float | None
+    ) -> None:
+        """A fetch ended; one the scheduler did not hand out (robots.txt) counts as well."""
+        self.in_flight = max(self.in_flight - 1, 0)
+        self.timing.record(now, latency, nbytes)
+        self.rate = self._measured_rate()
+        if not is_failure(status):
+            self.failures, self.backoff_until = 0, NEVER
+            return
+        self.failures += 1
+        exponential = self.politeness.backoff_base * 2.0 ** min(self.failures - 1, 60)
+        wait = exponential if retry_after is None else max(retry_after, 0.0)
+        self.backoff_until = now + min(wait, self.politeness.max_backoff)
+
+    def has_slot(self) -> bool:
+        return self.in_flight < self.politeness.per_host
+
+    def next_allowed(self) -> float:
+        """The earliest time politeness lets this host start another request."""
+        p, t = self.politeness, self.timing
+        return max(
+            t.last_start + max(p.delay, self.crawl_delay),
+            t.last_end + p.delay_factor * t.last_response,
+            self.backoff_until,
+        )
+
+    def set_crawl_delay(self, seconds: float | None) -> None:
+        self.crawl_delay = max(seconds or 0.0, 0.0)
+        self.rate = self._measured_rate()
+
+    def pages_per_s(self, prior: float) -> float:
+        """Expected pages per second, rests included; ``prior`` until the host is measured."""
+        return prior if self.rate is None else self.rate
+
+    def _measured_rate(self) -> float | None:
+        service = self.timing.service_time()
+        if service is None:
+            return None
+        p = self.politeness
+        rate = p.per_host / ((1.0 + p.delay_factor) * service)
+        interval = max(p.delay, self.crawl_delay)
+        return min(rate, 1.0 / interval) if interval > 0 else rate
+
+
+class Scheduler(Protocol):
+    """What the crawl engine asks of a scheduling policy."""
+
+    def add(self, item: QueuedURL) -> None:
+        """Queue a URL (one already queued is replaced)."""
+
+    def next(self, now: float) -> QueuedURL | None:
+        """The URL to fetch now, its host marked in flight; None if no host is eligible now."""
+
+    def wake_time(self) -> float | None:
+        """When a host is next eligible (``<=`` the latest ``now`` if one is already); None if
+        nothing can become eligible until a fetch finishes (or nothing is queued)."""
+
+    def done(
+        self,
+        host: str,
+        *,
+        now: float,
+        latency: float,
+        nbytes: int,
+        status: int | None,
+        retry_after: float | None = None,
+    ) -> None:
+        """A fetch finished: ``latency`` is the seconds until the response started, ``nbytes``
+        the body read, ``status`` None when there was no response."""
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """The host's robots.txt Crawl-delay (None: none given)."""
+
+    def bump(self, url: str, host: str, scores: Mapping[str, float]) -> None:
+        """Add ``scores`` to a queued URL's scores (a later link brought more); else ignore."""
+
+    def __len__(self) -> int:
+        """URLs queued."""
+
+    def hosts(self) -> int:
+        """Hosts with URLs queued."""
+
+
+class _TwoLevel:
+    """The machinery the four policies share; a subclass says how hosts and URLs are ranked."""
+
+    keyed_by_queue = False  # whether a host's level-1 key depends on its queued URLs
+
+    def __init__(self, politeness: Politeness, score: str, prior: float | None) -> None:
+        self.politeness = politeness
+        self.score = score
+        self.prior = prior
+        self._hosts: dict[str, HostState] = {}
+        self._sleeping: list[HeapEntry] = []  # keyed by next_allowed
+        self._ready: list[HeapEntry] = []  # keyed by _host_key, smallest first
+        self._queued = 0
+        self._busy_hosts = 0  # hosts with URLs queued
+        self._clock = NEVER  # the latest ``now`` the scheduler was told
+        self._best_rate = 0.0
+
+    # -- policy hooks --
+
+    def _url_key(self, item: QueuedURL) -> UrlKey:
+        return (0.0, item.seq)  # oldest first
+
+    def _host_key(self, state: HostState) -> float:
+        raise NotImplementedError
+
+    # -- the Scheduler interface --
+
+    def add(self, item: QueuedURL) -> None:
+        state = self._host(item.host)
+        was_empty = not state
+        if not state.push(item):
+            self._queued += 1
+        self._busy_hosts += was_empty
+        self._refresh(state, was_empty)
+
+    def next(self, now: float) -> QueuedURL | None:
+        self._clock = max(self._clock, now)
+        self._wake(now)
+        state = self._pop_ready()
+        if state is None:
+            return None
+        item = state.pop()
+        self._queued -= 1
+        self._busy_hosts -= not state
+        state.start(now)
+        self._place(state)
+        return item
+
+    def wake_time(self) -> float | None:
+        if _live_top(self._ready, self._hosts) is not None:
+            return self._clock
+        top = _live_top(self._sleeping, self._hosts)
+        return None if top is None else max(top[0], self._clock)
+
+    def done(
+        self,
+        host: str,
+        *,
+        now: float,
+        latency: float,
+        nbytes: int,
+        status: int | None,
+        retry_after: float | None = None,
+    ) -> None:
+        self._clock = max(self._clock, now)
+        state = self._host(host)
+        state.finish(now, latency, nbytes, status, retry_after)
+        if state.rate is not None:
+            self._best_rate = max(self._best_rate, state.rate)
+        self._place(state)
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        state = self._host(host)
+        state.set_crawl_delay(seconds)
+        self._place(state)
+
+    def bump(self, url: str, host: str, scores: Mapping[str, float]) -> None:
+        state = self._hosts.get(host)
+        if state is not None and state.add_scores(url, scores):
+            self._refresh(state, False)
+
+    def __len__(self) -> int:
+        return self._queued
+
+    def hosts(self) -> int:
+        return self._busy_hosts
+
+    # -- placement --
+
+    def prior_rate(self) -> float:
+        """The optimistic rate of a host not yet measured."""
+        if self.prior is not None:
+            return self.prior
+        return self._best_rate or 1.0
+
+    def _host(self, name: str) -> HostState:
+        state = self._hosts.get(name)
+        if state is None:
+            state = HostState(name, len(self._hosts), self.politeness, self._url_key)
+            self._hosts[name] = state
+        return state
+
+    def _refresh(self, state: HostState, was_empty: bool) -> None:
+        """Re-place a host whose queue changed, if that can change where it stands."""
+        stands = state.ready_key
+        if was_empty or (
+            self.keyed_by_queue and stands is not None and self._host_key(state) != stands
+        ):
+            self._place(state)
+
+    def _place(self, state: HostState) -> None:
+        """Put a host in the heap it belongs to now, invalidating its older entries."""
+        state.token += 1
+        state.ready_key = None
+        if not state or not state.has_slot():
+            return  # it comes back when a URL is added or a fetch finishes
+        at = state.next_allowed()
+        if at <= self._clock:
+            self._make_ready(state)
+        else:
+            _push(self._sleeping, (at, state.rank, state.token, state.name), self._hosts)
+
+    def _make_ready(self, state: HostState) -> None:
+        key = self._host_key(state)
+        state.ready_key = key
+        _push(self._ready, (key, state.rank, state.token, state.name), self._hosts)
+
+    def _wake(self, now: float) -> None:
+        """Move the hosts whose rest is over from the sleeping heap to the ready heap."""
+        while self._sleeping and self._sleeping[0][0] <= now:
+            _, _, token, name = heapq.heappop(self._sleeping)
+            state = self._hosts[name]
+            if state.token == token:
+                self._make_ready(state)
+
+    def _pop_ready(self) -> HostState | None:
+        while self._ready:
+            _, _, token, name = heapq.heappop(self._ready)
+            state = self._hosts[name]
+            if state.token == token:
+                state.token += 1  # it leaves the ready heap; _place puts it back
+                state.ready_key = None
+                return state
+        return None
+
+
+def _live(entry: HeapEntry, hosts: Mapping[str, HostState]) -> bool:
+    return hosts[entry[3]].token == entry[2]
+
+
+def _live_top(heap: list[HeapEntry], hosts: Mapping[str, HostState]) -> HeapEntry | None:
+    while heap and not _live(heap[0], hosts):
+        heapq.heappop(heap)
+    return heap[0] if heap else None
+
+
+def _push(heap: list[HeapEntry], entry: HeapEntry, hosts: Mapping[str, HostState]) -> None:
+    """Push, and drop the stale entries once they outnumber the live ones (amortised O(1))."""
+    heapq.heappush(heap, entry)
+    if len(heap) > 2 * len(hosts) + 64:
+        heap[:] = [e for e in heap if _live(e, hosts)]
+        heapq.heapify(heap)
+
+
+class BreadthFirst(_TwoLevel):
+    """Discovery order, hosts in turn: a host that becomes ready joins the end of the line."""
+
+    def __init__(self, politeness: Politeness, score: str, prior: float | None) -> None:
+        super().__init__(politeness, score, prior)
+        self._turn = 0
+
+    def _host_key(self, state: HostState) -> float:
+        self._turn += 1
+        return float(self._turn)
+
+
+class Performance(_TwoLevel):
+    """The ready host that delivers the most pages per second; its oldest URL."""
+
+    def _host_key(self, state: HostState) -> float:
+        return -state.pages_per_s(self.prior_rate())
+
+
+class Quality(_TwoLevel):
+    """The best-scored URL of any ready host: hosts ranked by their best URL's score."""
+
+    keyed_by_queue = True
+
+    def _url_key(self, item: QueuedURL) -> UrlKey:
+        return (-item.scores.get(self.score, 0.0), item.seq)
+
+    def _host_key(self, state: HostState) -> float:
+        best = state.peek()
+        return 0.0 if best is None else -best.scores.get(self.score, 0.0)
+
+
+class Capability(Quality):
+    """The ready host with the most quality per second: pages/s x its best URL's score."""
+
+    def _host_key(self, state: HostState) -> float:
+        best = state.peek()
+        score = 0.0 if best is None else best.scores.get(self.score, 0.0)
+        return -state.pages_per_s(self.prior_rate()) * score
+
+
+_POLICIES: Mapping[str, Callable[[Politeness, str, float | None], _TwoLevel]] = {
+    "bfs": BreadthFirst,
+    "performance": Performance,
+    "quality": Quality,
+    "capability": Capability,
+}
+
+
+def make_scheduler(
+    name: str,
+    *,
+    politeness: Politeness,
+    score: str = "quality",
+    prior_pages_per_s: float | None = None,
+) -> Scheduler:
+    """The scheduler called ``name``; ``score`` names the URL score ``quality`` and
+    ``capability`` order by; a host not yet measured is assumed to deliver
+    ``prior_pages_per_s`` (default: the best rate measured so far, 1.0 before any)."""
+    factory = _POLICIES.get(name)
+    if factory is None:
+        raise ValueError(f"unknown scheduler {name!r}; choose one of {', '.join(SCHEDULERS)}")
+    return factory(politeness, score, prior_pages_per_s)

@@ -1,0 +1,57 @@
+"""What the crawl may fetch: the seeds' hosts, ``--include``/``--exclude`` regexes, a depth
+limit, and the trap rules (over-long URLs, deep or repeating paths, endless query spaces).
+
+A refused URL is logged once with its reason and counted, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from harvester.crawl.urls import QueryVariantCounter, TrapRules, check_trap, host_of
+
+log = logging.getLogger(__name__)
+
+
+class Scope:
+    def __init__(
+        self,
+        hosts: Iterable[str],
+        *,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        max_depth: int = 20,
+        traps: TrapRules | None = None,
+    ) -> None:
+        self.hosts = frozenset(hosts)
+        self.include = [re.compile(p) for p in include]
+        self.exclude = [re.compile(p) for p in exclude]
+        self.max_depth = max_depth
+        self.traps = traps or TrapRules()
+        self.variants = QueryVariantCounter(self.traps.max_query_variants_per_path)
+        self.refused: Counter[str] = Counter()
+
+    def refusal(self, url: str, depth: int) -> str | None:
+        """Why ``url`` is out of scope, or None when it may be crawled."""
+        reason = self._reason(url, depth)
+        if reason is not None:
+            kind = reason.split(":", 1)[0]
+            if self.refused[kind] < 20:  # the first few of each kind, then only counted
+                log.info("refused %s: %s", url, reason)
+            self.refused[kind] += 1
+        return reason
+
+    def _reason(self, url: str, depth: int) -> str | None:
+        if host_of(url) not in self.hosts:
+            return "off-site: another host"
+        if depth > self.max_depth:
+            return f"depth: more than {self.max_depth} links from a seed"
+        if self.include and not any(p.search(url) for p in self.include):
+            return "include: matches no --include pattern"
+        if any(p.search(url) for p in self.exclude):
+            return "exclude: matches an --exclude pattern"
+        trap = check_trap(url, self.traps) or self.variants.check(url)
+        return None if trap is None else f"trap: {trap}"

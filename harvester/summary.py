@@ -1,0 +1,38 @@
+"""What a run did: the counts every harvest and crawl reports at its end."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Summary:
+    listed: int = 0
+    fetched: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    archived: int = 0
+    changed_during: int = 0
+    seen_hit_rate: float | None = None  # the crawl's seen-URL cache
+    refused: int = 0  # URLs the crawl's scope or trap rules refused
+    known: int = 0
+    endpoint: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        """Archived or accounted-for resources over all resources the provider lists."""
+        return 1.0 if self.known == 0 else self.archived / self.known
+
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["coverage"] = round(self.coverage, 6)
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+Progress = Callable[[Summary, int], None]  # (summary so far, resources still to fetch)
