@@ -30,11 +30,10 @@ can come back later. Other 4xx answers are results, not errors: the caller recor
 A malformed response (too many or too large headers, a bad status line) is a
 :class:`PermanentFetchError`.
 
-**robots.txt** (RFC 9309) is read once per scheme, host and port and cached: a 4xx answer
-allows everything; a 5xx answer, 429 or a network error disallows everything for a short
-while (§2.3.1.4), which :meth:`Fetcher.fetch` reports as a :class:`TransientFetchError`; a
-real ``Disallow`` is a :class:`PermanentFetchError`. Crawl-delay is reported, not enforced:
-pacing belongs to the scheduler.
+**robots.txt** (RFC 9309) is obeyed through a :class:`~harvester.robots.RobotsCache`, read
+once per scheme, host and port: a real ``Disallow`` is a :class:`PermanentFetchError`; a
+robots.txt that cannot be read for now (5xx, 429, a network error) disallows everything for a
+short while, which :meth:`Fetcher.fetch` reports as a :class:`TransientFetchError`.
 
 No cookies are kept (each request stands alone, so captures do not depend on crawl order).
 """
@@ -46,17 +45,35 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Protocol, cast
 
 import aiohttp
-from protego import Protego
 from yarl import URL
 
 from harvester import __version__
+from harvester.clock import Clock, utcnow
 from harvester.exceptions import PermanentFetchError, TransientFetchError
+from harvester.robots import RobotsCache, RobotsRules, robots_url
+
+__all__ = [
+    "TRUNCATED_DISCONNECT",
+    "TRUNCATED_LENGTH",
+    "TRUNCATED_TIME",
+    "Clock",
+    "FetchResult",
+    "FetchSettings",
+    "Fetcher",
+    "ResourceFetcher",
+    "RobotsCache",
+    "RobotsRules",
+    "backoff_delay",
+    "parse_retry_after",
+    "robots_url",
+    "utcnow",
+]
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +87,9 @@ TRUNCATED_DISCONNECT = "disconnect"
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_REDIRECTS = 5  # RFC 9309 §2.3.1.2: follow at least five
 
-Clock = Callable[[], datetime]
 Sleep = Callable[[float], Awaitable[None]]
 Header = tuple[str, str]
 Redirect = tuple[str, int, str]
-
-
-def utcnow() -> datetime:
-    """The current time, timezone-aware in UTC."""
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -218,93 +229,6 @@ def backoff_delay(
     exponential = min(cap, base * 2.0 ** min(attempt, 62))
     jittered = exponential / 2 + rng.uniform(0, exponential / 2)
     return max(jittered, retry_after or 0.0)
-
-
-def robots_url(url: str) -> str:
-    """The robots.txt governing ``url``: same scheme, host and port.
-
-    >>> robots_url("https://User@Example.org:8443/a/b?c=d#e")
-    'https://example.org:8443/robots.txt'
-    """
-    return str(URL(url).origin().with_path("/robots.txt"))
-
-
-@dataclass(frozen=True)
-class RobotsRules:
-    """One origin's robots.txt, or the blanket verdict standing in for it."""
-
-    parser: Protego | None
-    allow_all: bool
-    expires: datetime
-    unreachable: bool = False
-
-    def allows(self, url: str, token: str) -> bool:
-        return self.allow_all if self.parser is None else self.parser.can_fetch(url, token)
-
-    def crawl_delay(self, token: str) -> float | None:
-        return None if self.parser is None else self.parser.crawl_delay(token)
-
-    def sitemaps(self) -> list[str]:
-        return [] if self.parser is None else list(self.parser.sitemaps)
-
-
-class RobotsCache:
-    """robots.txt per scheme, host and port, loaded once at a time and kept until it expires."""
-
-    def __init__(
-        self,
-        load: Callable[[str], Awaitable[FetchResult]],
-        *,
-        token: str,
-        ttl: float,
-        error_ttl: float,
-        clock: Clock = utcnow,
-    ) -> None:
-        self._load = load
-        self.token = token
-        self._ttl = timedelta(seconds=ttl)
-        self._error_ttl = timedelta(seconds=error_ttl)
-        self._clock = clock
-        self._rules: dict[str, RobotsRules] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
-
-    async def rules(self, url: str) -> RobotsRules:
-        """The rules for ``url``'s origin, fetching robots.txt if none are fresh."""
-        key = robots_url(url)
-        async with self._locks.setdefault(key, asyncio.Lock()):
-            cached = self._rules.get(key)
-            if cached is None or cached.expires <= self._clock():
-                cached = self._rules[key] = await self._fetch(key)
-            return cached
-
-    async def allowed(self, url: str) -> bool:
-        return (await self.rules(url)).allows(url, self.token)
-
-    async def crawl_delay(self, url: str) -> float | None:
-        return (await self.rules(url)).crawl_delay(self.token)
-
-    async def sitemaps(self, url: str) -> list[str]:
-        return (await self.rules(url)).sitemaps()
-
-    async def _fetch(self, url: str) -> RobotsRules:
-        try:
-            result = await self._load(url)
-        except TransientFetchError as exc:
-            log.warning("robots.txt %s unreachable, disallowing for now: %s", url, exc)
-            return self._blanket(allow=False)
-        except PermanentFetchError as exc:
-            log.info("robots.txt %s unusable, allowing all: %s", url, exc)
-            return self._blanket(allow=True)
-        if 400 <= result.status < 500:
-            return self._blanket(allow=True)
-        if not 200 <= result.status < 300:
-            return self._blanket(allow=False)
-        parser = Protego.parse(result.body.decode("utf-8", errors="replace"))
-        return RobotsRules(parser, allow_all=True, expires=self._clock() + self._ttl)
-
-    def _blanket(self, *, allow: bool) -> RobotsRules:
-        ttl = self._ttl if allow else self._error_ttl
-        return RobotsRules(None, allow, self._clock() + ttl, unreachable=not allow)
 
 
 class _Response(aiohttp.ClientResponse):

@@ -1,12 +1,13 @@
 """The file index: which files of the site are OAI-PMH items, and since when.
 
 One row per file ever seen under the document root, keyed by its relative path (bytes, so
-names that are not UTF-8 work). A refresh scans the tree, hashes only files whose stat changed,
-and writes every change in one short SQLite transaction. The second of that transaction is the
-datestamp of each new version or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became
-known to the repository, so a harvester asking ``from=<its last harvest>`` misses nothing even
-when ``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted files keep their row with
-``deleted = 1`` (§2.5.1, persistent deletion).
+names that are not UTF-8 work). A refresh scans the tree (:mod:`server_module.scan`), hashes
+only files whose stat changed (:mod:`server_module.filemeta`), and writes every change in one
+short SQLite transaction. The second of that transaction is the datestamp of each new version
+or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became known to the repository, so a
+harvester asking ``from=<its last harvest>`` misses nothing even when ``cp -p`` or ``rsync -a``
+bring in files with old mtimes. Deleted files keep their row with ``deleted = 1`` (§2.5.1,
+persistent deletion).
 
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
@@ -16,17 +17,10 @@ refresh out of each other's way). This is the only module of the provider that s
 from __future__ import annotations
 
 import fcntl
-import fnmatch
-import functools
-import hashlib
-import html
 import json
 import logging
-import mimetypes
 import os
-import re
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,32 +31,32 @@ from types import TracebackType
 from typing import Any, NamedTuple
 from urllib.parse import quote
 
+from server_module.exceptions import IndexSchemaError
+from server_module.filemeta import Stat, Version, extract_title, guess_mime, read_version
 from server_module.records import FileRecord, mime_for_set_spec, set_specs_for
+from server_module.scan import DEFAULT_EXCLUDES, Scanner
+
+__all__ = [
+    "DEFAULT_EXCLUDES",
+    "FileIndex",
+    "IndexSchemaError",
+    "RefreshStats",
+    "Snapshot",
+    "default_index_path",
+    "extract_title",
+    "make_identifier",
+]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_EXCLUDES: tuple[str, ...] = ("*~", "*.swp", "*.swo", "#*#")
-DEFAULT_MIME = "application/octet-stream"
 SCHEMA_VERSION = "1"
-CHUNK_SIZE = 1 << 20
-TITLE_SCAN_BYTES = 64 * 1024
-TITLE_MAX_CHARS = 500
 # A file whose ctime is this close to the scan may change again within the same timestamp
 # tick (coarse kernel clocks; 1 s on some file systems) without its stat changing: store its
 # ctime as 0 so the next refresh hashes it once more (git's "racily clean" problem).
 RACY_WINDOW_NS = 2_000_000_000
 # The index's own files, should the index live inside the document root.
 INDEX_SUFFIXES = (b"", b"-wal", b"-shm", b"-journal", b".lock")
-# What a compressed file is, when its name says only what is inside (``x.tar.gz``).
-ENCODING_TYPES = {
-    "gzip": "application/gzip",
-    "bzip2": "application/x-bzip2",
-    "xz": "application/x-xz",
-    "compress": "application/x-compress",
-    "br": "application/x-brotli",
-}
 
-Stat = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 Header = tuple[str, int, int, str]  # identifier, datestamp, deleted, mime
 
 _SCHEMA = f"""
@@ -105,13 +99,6 @@ ON CONFLICT (relpath) DO UPDATE SET
 _RECORD_COLUMNS = (
     "identifier, relpath, datestamp, deleted, size, mtime_ns, mime, sha1, sha256, title"
 )
-_TITLE_OPEN = re.compile(rb"<title[^>]*>", re.IGNORECASE)
-_TITLE_CLOSE = re.compile(rb"</title>", re.IGNORECASE)
-_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-class IndexSchemaError(RuntimeError):
-    """The index file was written by an incompatible version of this module."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,138 +135,6 @@ def make_identifier(base_url: str, relpath: bytes) -> str:
     return f"{base_url.rstrip('/')}/{quote(relpath, safe='/')}"
 
 
-@functools.cache
-def _mime_table() -> mimetypes.MimeTypes:
-    # Only the built-in table, so the same file gets the same type on every machine.
-    return mimetypes.MimeTypes(filenames=())
-
-
-def guess_mime(name: bytes) -> str:
-    """The MIME type of a file name, from Python's built-in table only.
-
-    >>> guess_mime(b"a/Index.HTML"), guess_mime(b"x.tar.gz"), guess_mime(b"README")
-    ('text/html', 'application/gzip', 'application/octet-stream')
-    """
-    base = name.rpartition(b"/")[2]
-    last = base.rfind(b".")
-    if last < 0:
-        return DEFAULT_MIME
-    # Only the last two suffixes matter (``.tar.gz``): a small cache key for a slow lookup.
-    before = base.rfind(b".", 0, last)
-    return _mime_for_suffixes(os.fsdecode(base[before + 1 if before >= 0 else last + 1 :]))
-
-
-@functools.lru_cache(maxsize=4096)
-def _mime_for_suffixes(suffixes: str) -> str:
-    # "./" keeps a name like "data:x" from being taken for a URL scheme.
-    mime, encoding = _mime_table().guess_type(f"./x.{suffixes}", strict=False)
-    if encoding is not None:
-        return ENCODING_TYPES.get(encoding, DEFAULT_MIME)
-    return mime or DEFAULT_MIME
-
-
-def extract_title(head: bytes) -> str | None:
-    """The text of the first ``<title>`` in the first 64 KiB of an HTML file, XML-safe.
-
-    >>> extract_title(b"<html><TITLE lang=en>\\n Caf\\xc3\\xa9 &amp;\\x01 more </title>")
-    'Café & more'
-    >>> extract_title(b"<p>no title</p>") is None
-    True
-    """
-    head = head[:TITLE_SCAN_BYTES]
-    opened = _TITLE_OPEN.search(head)
-    if opened is None:
-        return None
-    closed = _TITLE_CLOSE.search(head, opened.end())
-    if closed is None:
-        return None
-    text = html.unescape(head[opened.end() : closed.start()].decode("utf-8", "replace"))
-    text = " ".join(_XML_INVALID.sub("", text).split())[:TITLE_MAX_CHARS]
-    return text or None
-
-
-class _Dir(NamedTuple):
-    path: bytes  # as reached from the document root (may go through a symlink)
-    prefix: bytes  # relative path of the folder, with a trailing "/" unless it is the root
-    real: bytes  # realpath of the folder
-    seen: frozenset[bytes]  # realpaths of the folders above, to break symlink loops
-
-
-class _Scanner:
-    """Walks the document root as the site serves it, with bytes paths throughout."""
-
-    def __init__(self, docroot: bytes, exclude: Sequence[str], skip: frozenset[bytes]) -> None:
-        self._root = docroot
-        self._real_root = os.path.realpath(docroot)
-        pattern = "|".join(f"(?:{fnmatch.translate(p)})" for p in exclude) or "(?!)"
-        self._exclude = re.compile(pattern, re.DOTALL).match
-        self._skip = skip
-        self.found: dict[bytes, tuple[bytes, Stat]] = {}
-
-    def scan(self) -> dict[bytes, tuple[bytes, Stat]]:
-        """Relative path -> (path to read, stat) of every file that is an item."""
-        # A missing or unreadable root (an unmounted disk) must fail the refresh, not read as
-        # "every file was deleted".
-        os.scandir(self._root).close()
-        real = self._real_root
-        stack = [_Dir(self._root, b"", real, frozenset((real,)))]
-        while stack:
-            stack.extend(self._scan_dir(stack.pop()))
-        return self.found
-
-    def _scan_dir(self, folder: _Dir) -> list[_Dir]:
-        subdirs: list[_Dir] = []
-        try:
-            with os.scandir(folder.path) as entries:
-                for entry in entries:
-                    sub = self._visit(entry, folder)
-                    if sub is not None:
-                        subdirs.append(sub)
-        except OSError as exc:
-            log.warning("cannot list %r: %s", folder.path, exc)
-        return subdirs
-
-    def _visit(self, entry: os.DirEntry[bytes], folder: _Dir) -> _Dir | None:
-        name = entry.name
-        if name.startswith(b".") or self._exclude(os.fsdecode(name)):
-            return None
-        rel = folder.prefix + name
-        try:
-            if entry.is_symlink():
-                return self._symlink(entry.path, rel, folder)
-            real = folder.real + b"/" + name
-            if entry.is_dir(follow_symlinks=False):
-                return _Dir(entry.path, rel + b"/", real, folder.seen | {real})
-            if entry.is_file(follow_symlinks=False):
-                self._add(entry.path, rel, real, entry.stat(follow_symlinks=False))
-        except OSError as exc:  # vanished or unreadable while we looked
-            log.debug("skipping %r: %s", entry.path, exc)
-        return None
-
-    def _symlink(self, path: bytes, rel: bytes, folder: _Dir) -> _Dir | None:
-        target = os.path.realpath(path)
-        if not self._inside(target):
-            log.debug("not following %r: it leaves the document root", path)
-            return None
-        st = os.stat(target)
-        if stat.S_ISDIR(st.st_mode) and target not in folder.seen:
-            return _Dir(path, rel + b"/", target, folder.seen | {target})
-        if stat.S_ISREG(st.st_mode):
-            self._add(path, rel, target, st)
-        return None
-
-    def _inside(self, real: bytes) -> bool:
-        """Whether a resolved path is in the root and not in (or at) anything hidden."""
-        if not real.startswith(self._real_root + b"/"):
-            return False
-        inner = real[len(self._real_root) + 1 :]
-        return not any(part.startswith(b".") for part in inner.split(b"/"))
-
-    def _add(self, path: bytes, rel: bytes, real: bytes, st: os.stat_result) -> None:
-        if real not in self._skip:
-            self.found[rel] = (path, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-
-
 class _Known(NamedTuple):
     """An index row, as far as a refresh needs it."""
 
@@ -294,15 +149,6 @@ class _Known(NamedTuple):
     @property
     def stat(self) -> Stat:
         return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
-
-
-class _Version(NamedTuple):
-    """A file's content as read now."""
-
-    stat: Stat
-    sha1: str
-    sha256: str
-    head: bytes
 
 
 @dataclass
@@ -328,40 +174,6 @@ class _Plan:
             unchanged=self.unchanged,
             seconds=round(seconds, 3),
         )
-
-
-def _read_version(path: bytes) -> _Version | None:
-    """SHA-1 and SHA-256 in one pass, with the stat of what was actually read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            return _digest(fd)
-        finally:
-            os.close(fd)
-    except FileNotFoundError:
-        log.debug("%r vanished before it was read", path)
-    except OSError as exc:
-        log.warning("cannot read %r: %s", path, exc)
-    return None
-
-
-def _digest(fd: int) -> _Version | None:
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):  # swapped for a fifo or device since the scan
-        return None
-    sha1 = hashlib.sha1(usedforsecurity=False)
-    sha256 = hashlib.sha256()
-    head = b""
-    # Exactly the bytes this stat describes. A write meanwhile changes ctime, so the next
-    # refresh reads the file again.
-    remaining = st.st_size
-    while remaining > 0 and (chunk := os.read(fd, min(CHUNK_SIZE, remaining))):
-        head = head or chunk[:TITLE_SCAN_BYTES]
-        sha1.update(chunk)
-        sha256.update(chunk)
-        remaining -= len(chunk)
-    found = (st.st_size - remaining, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    return _Version(found, sha1.hexdigest(), sha256.hexdigest(), head)
 
 
 def _settled(found: Stat, racy_ns: int) -> Stat:
@@ -655,7 +467,7 @@ class FileIndex:
     def _scan(self) -> dict[bytes, tuple[bytes, Stat]]:
         index = os.fsencode(os.path.realpath(self.path))
         skip = frozenset(index + suffix for suffix in INDEX_SUFFIXES)
-        return _Scanner(os.fsencode(self.docroot), self.exclude, skip).scan()
+        return Scanner(os.fsencode(self.docroot), self.exclude, skip).scan()
 
     @staticmethod
     def _load_known(conn: sqlite3.Connection) -> dict[bytes, _Known]:
@@ -676,7 +488,7 @@ class FileIndex:
                 plan.unchanged += 1
                 present.add(rel)
                 continue
-            version = _read_version(path)
+            version = read_version(path)
             if version is not None:
                 plan.hashed += 1
                 present.add(rel)
@@ -686,7 +498,7 @@ class FileIndex:
         plan.deletions = [r for r, old in known.items() if not old.deleted and r not in present]
         return plan
 
-    def _classify(self, plan: _Plan, rel: bytes, old: _Known | None, new: _Version) -> None:
+    def _classify(self, plan: _Plan, rel: bytes, old: _Known | None, new: Version) -> None:
         size, mtime_ns, ctime_ns, inode = new.stat
         if old is not None and not old.deleted:
             if (old.sha256, old.stat[:2]) == (new.sha256, new.stat[:2]):

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from server_module.scan import DEFAULT_EXCLUDES
+
 ENV_PREFIX = "OAI_PROVIDER_"
-DEFAULT_EXCLUDES = ("*~", "*.swp", "*.swo", "#*#")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lxml import etree
 
-import harvester.oai
+import harvester.oaidates
 from harvester.exceptions import (
     BadResumptionToken,
     NoRecordsMatch,
@@ -141,7 +141,7 @@ def hits(server: RunningServer, prefix: str) -> int:
 
 
 def test_doctests() -> None:
-    result = doctest.testmod(harvester.oai)
+    result = doctest.testmod(harvester.oaidates)
     assert result.attempted >= 8 and result.failed == 0
 
 

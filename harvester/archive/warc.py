@@ -1,4 +1,4 @@
-"""Rotating WARC output: record builders, size-based rotation, ``.open`` files and crash repair.
+"""Rotating WARC output: record builders, size-based rotation and ``.open`` files.
 
 Modelled on pywb's ``MultiFileWARCWriter`` and built on warcio. Files are WARC/1.1
 (ISO 28500:2017), gzip-compressed with one gzip member per record (WARC 1.1, annex D.2),
@@ -9,8 +9,7 @@ it is closed; each file starts with a ``warcinfo`` record (section 6.2).
 Crash safety: :meth:`RotatingWARCWriter.write_group` flushes and fsyncs before it returns,
 and the writer holds an advisory ``flock`` on its ``.open`` file. After a crash,
 :func:`repair_open_files` cuts each unlocked ``.open`` file back to its last complete
-record and renames it. :func:`verify_warc` decompresses every member in full, because
-warcio does not notice a truncated last member (warcio issue #138).
+record and renames it; it and :func:`verify_warc` live in :mod:`harvester.archive.repair`.
 
 The writer is not thread-safe: call it from one thread.
 """
@@ -24,8 +23,7 @@ import shutil
 import socket
 import tempfile
 import uuid
-import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from io import BytesIO
@@ -33,13 +31,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParserException
+from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
+from harvester.archive.repair import repair_open_files, verify_warc
+from harvester.clock import utcnow
 from harvester.exceptions import ArchiveError
 
 __all__ = [
@@ -55,8 +54,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 WARC_VERSION = "1.1"
-WARC_SUFFIX = ".warc.gz"
-OPEN_SUFFIX = ".open"
 DEFAULT_MAX_SIZE = 1_000_000_000
 REVISIT_PROFILES: Mapping[str, str] = {
     "identical-payload-digest": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
@@ -67,11 +64,6 @@ WARCINFO_DEFAULTS: Mapping[str, str] = {
     "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
 }
 
-# Compressed bytes read at a time while walking gzip members; deflate expands at most
-# ~1000:1, so this also bounds the memory one decompress call can take (~16 MiB).
-_READ_SIZE = 1 << 14
-# Enough of a decompressed member to hold its WARC header block.
-_HEAD_SIZE = 1 << 16
 _SPOOL_SIZE = 1 << 20
 
 
@@ -119,7 +111,7 @@ class RotatingWARCWriter:
         self.prefix = prefix
         self.max_size = max_size
         self._warcinfo = _warcinfo_fields(warcinfo)
-        self._clock = clock or _utcnow
+        self._clock = clock or utcnow
         self._make_id = make_id or _new_record_id
         self._builder = RecordBuilder(warc_version=WARC_VERSION)
         self._serial = 0
@@ -323,7 +315,7 @@ class RotatingWARCWriter:
             self._write_record(current, self._warcinfo_record(current.name))
             fh.flush()
             os.fsync(fh.fileno())
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         except OSError as exc:
             fh.close()
             raise ArchiveError(f"cannot start {path}: {exc}") from exc
@@ -389,8 +381,8 @@ class RotatingWARCWriter:
         try:
             current.fh.flush()
             os.fsync(current.fh.fileno())
-            _rename_new(current.path, final)
-            _fsync_dir(self.directory)
+            rename_new(current.path, final)
+            fsync_dir(self.directory)
         except OSError as exc:
             raise ArchiveError(f"cannot finish {current.path}: {exc}") from exc
         finally:
@@ -398,189 +390,7 @@ class RotatingWARCWriter:
         log.info("finished %s", final)
 
 
-# -- repair and verification -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Member:
-    """One complete gzip member: where it ends and the WARC-Type of the record it holds."""
-
-    end: int
-    record_type: str | None  # None: not exactly one complete WARC record
-
-
-def repair_open_files(
-    directory: Path, group_end: Callable[[str], bool] | None = None
-) -> list[Path]:
-    """Cut leftover, unlocked ``.open`` files back to their last complete record.
-
-    With ``group_end``, cut further, back to the last record of a type that ends a group
-    (the harvester ends every group with its DIDL ``metadata`` record), so that no half
-    group survives. Each file is renamed to ``.warc.gz``, or deleted when no record but
-    warcinfo survives. Returns the repaired files.
-    """
-    repaired = []
-    for path in sorted(Path(directory).glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}")):
-        try:
-            final = _repair(path, group_end)
-        except OSError as exc:
-            raise ArchiveError(f"cannot repair {path}: {exc}") from exc
-        if final is not None:
-            repaired.append(final)
-    return repaired
-
-
-def _repair(path: Path, group_end: Callable[[str], bool] | None = None) -> Path | None:
-    try:
-        fh = open(path, "r+b")  # noqa: SIM115 - closed below, after the rename
-    except FileNotFoundError:
-        return None  # finished by its writer meanwhile
-    with fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("%s is being written; not repairing it", path)
-            return None
-        members = _complete_members(fh)
-        if group_end is not None:
-            members = _whole_groups(members, group_end)
-        if all(m.record_type == "warcinfo" for m in members):
-            path.unlink()
-            log.warning("deleted %s: no complete record after warcinfo", path)
-            return None
-        end, size = members[-1].end, os.fstat(fh.fileno()).st_size
-        fh.truncate(end)
-        os.fsync(fh.fileno())
-        final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
-        _rename_new(path, final)
-    _fsync_dir(path.parent)
-    log.warning("repaired %s: kept %d records, cut %d bytes", final, len(members), size - end)
-    return final
-
-
-def _whole_groups(members: list[_Member], group_end: Callable[[str], bool]) -> list[_Member]:
-    """The members up to the last one that ends a group (or the warcinfo)."""
-    for last in range(len(members) - 1, -1, -1):
-        kind = members[last].record_type or ""
-        if kind == "warcinfo" or group_end(kind):
-            return members[: last + 1]
-    return []
-
-
-def _complete_members(fh: BinaryIO) -> list[_Member]:
-    members = []
-    for member in _members(fh):
-        if member.record_type is None:
-            break
-        members.append(member)
-    return members
-
-
-def verify_warc(path: Path) -> int:
-    """Check every gzip member, record and digest of a ``.warc.gz``; return the record count.
-
-    Raises ArchiveError on a truncated or corrupt member, a member not holding exactly
-    one record, an unreadable record or a digest mismatch.
-    """
-    try:
-        with open(path, "rb") as fh:
-            members = _count_members(fh, path)
-            fh.seek(0)
-            records = _count_records(fh, path)
-    except OSError as exc:
-        raise ArchiveError(f"cannot read {path}: {exc}") from exc
-    if records != members:
-        raise ArchiveError(f"{path}: {members} gzip members but {records} records")
-    return records
-
-
-def _count_members(fh: BinaryIO, path: Path) -> int:
-    count = end = 0
-    for member in _members(fh):
-        if member.record_type is None:
-            raise ArchiveError(f"{path}: the member ending at {member.end} is not one record")
-        count, end = count + 1, member.end
-    if end != os.fstat(fh.fileno()).st_size:
-        raise ArchiveError(f"{path}: truncated or corrupt gzip member at offset {end}")
-    return count
-
-
-def _count_records(fh: BinaryIO, path: Path) -> int:
-    count = 0
-    try:
-        for record in ArchiveIterator(fh, check_digests=True):
-            while record.raw_stream.read(_READ_SIZE):
-                pass
-            if record.digest_checker.passed is False:
-                problems = "; ".join(record.digest_checker.problems)
-                raise ArchiveError(f"{path}: record {count}: {problems}")
-            count += 1
-    except (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError, ValueError) as exc:
-        raise ArchiveError(f"{path}: record {count}: {exc}") from exc
-    return count
-
-
-def _members(fh: BinaryIO) -> Iterator[_Member]:
-    """Walk the gzip members of ``fh``; stop at the end or at a truncated or corrupt one."""
-    offset = 0
-    data = fh.read(_READ_SIZE)
-    while data:
-        inflated = _inflate_member(fh, data)
-        if inflated is None:
-            return
-        consumed, head, size, data = inflated
-        offset += consumed
-        yield _Member(offset, _record_type(head, size))
-
-
-def _inflate_member(fh: BinaryIO, data: bytes) -> tuple[int, bytes, int, bytes] | None:
-    """Decompress the member starting at ``data``.
-
-    Returns its compressed length, the head of its content, the content size and the
-    bytes read past its end; None when it is truncated or corrupt (CRC included).
-    """
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    head = bytearray()
-    consumed = size = 0
-    while not inflater.eof:
-        if not data:
-            data = fh.read(_READ_SIZE)
-            if not data:
-                return None
-        try:
-            out = inflater.decompress(data)
-        except zlib.error:
-            return None
-        size += len(out)
-        head += out[: max(0, _HEAD_SIZE - len(head))]
-        consumed += len(data) - len(inflater.unused_data)
-        data = inflater.unused_data  # empty until the member ends
-    return consumed, bytes(head), size, data
-
-
-def _record_type(head: bytes, size: int) -> str | None:
-    """The WARC-Type if the content is exactly one complete WARC record, else None."""
-    end = head.find(b"\r\n\r\n")
-    if end < 0 or not head.startswith(b"WARC/"):
-        return None
-    fields = {}
-    for line in head[:end].split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        fields[name.strip().lower()] = value.strip()
-    try:
-        length = int(fields[b"content-length"])
-    except (KeyError, ValueError):
-        return None
-    if size != end + 4 + length + 4:  # header block, CRLF CRLF, content block, CRLF CRLF
-        return None
-    return fields.get(b"warc-type", b"").decode("ascii", "replace") or None
-
-
 # -- small helpers ----------------------------------------------------------------------
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def _new_record_id() -> str:
@@ -620,19 +430,3 @@ def _as_stream(payload: BinaryIO | bytes) -> tuple[BinaryIO, int]:
     end = payload.seek(0, os.SEEK_END)
     payload.seek(start)
     return payload, end - start
-
-
-def _rename_new(source: Path, target: Path) -> None:
-    """Rename without ever replacing an existing file."""
-    if target.exists():
-        raise ArchiveError(f"cannot rename {source}: {target} already exists")
-    source.rename(target)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a created, renamed or deleted directory entry durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -40,7 +40,7 @@ import sys
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from hashlib import blake2b
 from itertools import pairwise
@@ -58,6 +58,7 @@ _HOST_MASK = ((1 << HOST_BITS) - 1) << (32 - HOST_BITS)  # the top bits of a CRC
 _DROP = 512 - URL_BITS  # keep the first URL_BITS bits of the 512-bit BLAKE2b digest
 
 HEADER = struct.Struct(">8sQ")  # magic, number of fingerprints
+HEADER_SIZE = HEADER.size  # 16: keys stay 8-byte aligned
 MAGIC = b"SEENFP\x00\x01"
 KEY_SIZE = 8
 FIND_SPAN = 64  # keys: a span this small is scanned with one mmap.find, not bisected
@@ -178,7 +179,9 @@ class FingerprintFile:
         self.path = path
         self.stride = stride
         self.count = 0
+        self._block_bytes = KEY_SIZE * stride
         self._map: mmap.mmap | None = None
+        self._find: Callable[[bytes, int, int], int] = _nothing
         self._index: array[int] | None = None
 
     @property
@@ -201,7 +204,7 @@ class FingerprintFile:
     def close(self) -> None:
         if self._map is not None:
             self._map.close()
-        self._map, self._index, self.count = None, None, 0
+        self._map, self._find, self._index, self.count = None, _nothing, None, 0
 
     def _load(self) -> None:
         self.close()
@@ -216,52 +219,58 @@ class FingerprintFile:
             magic, count = HEADER.unpack(header)
             if magic != MAGIC:
                 raise ValueError(f"not a seen-URL store (magic {magic!r})")
-            if size != HEADER.size + KEY_SIZE * count:
+            if size != HEADER_SIZE + KEY_SIZE * count:
                 raise ValueError(f"{size} bytes do not hold the {count} fingerprints announced")
-            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if count else None
+            if count:
+                self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+                self._find = self._map.find
         self.count = count
         self._index = self._sparse_index()
 
     def _sparse_index(self) -> array[int]:
+        """The first key of every block; the very first is 0, so every lookup has a block."""
         index = array("Q", (self.key_at(i) for i in range(0, self.count, self.stride)))
         if any(a >= b for a, b in pairwise(index)):
             raise ValueError("fingerprints out of order")
+        if index:
+            index[0] = 0
         return index
 
     def key_at(self, i: int) -> int:
         assert self._map is not None
-        offset = HEADER.size + KEY_SIZE * i
+        offset = HEADER_SIZE + KEY_SIZE * i
         return int.from_bytes(self._map[offset : offset + KEY_SIZE], "big")
 
     def contains(self, fp: int) -> bool:
         """Whether ``fp`` is stored: a bisection of the index, then ``mmap.find`` in C."""
-        if self._index is None:
-            raise StateError(f"the seen-URL store {self.path} is not open")
-        block = bisect_right(self._index, fp) - 1
-        if block < 0:
+        index = self._index
+        if not index:
+            if index is None:
+                raise StateError(f"the seen-URL store {self.path} is not open")
             return False
-        lo = block * self.stride
-        hi = lo + self.stride if lo + self.stride < self.count else self.count
+        block = bisect_right(index, fp) - 1  # >= 0: index[0] is 0
         key = fp.to_bytes(KEY_SIZE)
-        if hi - lo > FIND_SPAN:
-            lo, hi = self._narrow(key, lo, hi)
-        find, end = self._map.find, HEADER.size + KEY_SIZE * hi  # type: ignore[union-attr]
-        pos = find(key, HEADER.size + KEY_SIZE * lo, end)
+        start = HEADER_SIZE + block * self._block_bytes
+        end = start + self._block_bytes  # past the end for the last block: find stops there
+        if self.stride > FIND_SPAN:
+            start, end = self._narrow(key, start, end)
+        find = self._find
+        pos = find(key, start, end)
         while pos & 7 and pos != -1:  # a match straddling two keys: look further
             pos = find(key, pos + 1, end)
         return pos != -1
 
-    def _narrow(self, key: bytes, lo: int, hi: int) -> tuple[int, int]:
-        """Bisect keys ``lo`` to ``hi`` down to a span of at most ``FIND_SPAN`` keys."""
+    def _narrow(self, key: bytes, start: int, end: int) -> tuple[int, int]:
+        """Bisect the byte range ``start:end`` down to at most ``FIND_SPAN`` keys."""
         assert self._map is not None
-        while hi - lo > FIND_SPAN:
-            mid = (lo + hi) >> 1
-            offset = HEADER.size + KEY_SIZE * mid
-            if self._map[offset : offset + KEY_SIZE] <= key:
-                lo = mid
+        end = min(end, HEADER_SIZE + KEY_SIZE * self.count)
+        while end - start > KEY_SIZE * FIND_SPAN:
+            mid = start + ((end - start) >> 4 << 3)  # the middle key's offset
+            if self._map[mid : mid + KEY_SIZE] <= key:  # big-endian: bytes order is int order
+                start = mid
             else:
-                hi = mid
-        return lo, hi
+                end = mid
+        return start, end
 
     def merge(self, new: list[int]) -> None:
         """Replace the store, crash-safely, by its union with ``new`` (sorted, none stored)."""
@@ -290,13 +299,17 @@ class FingerprintFile:
         for first in range(0, self.count, MERGE_CHUNK):
             last = min(first + MERGE_CHUNK, self.count)
             until = bisect_left(new, self.key_at(last), taken) if last < self.count else len(new)
-            start, end = HEADER.size + KEY_SIZE * first, HEADER.size + KEY_SIZE * last
+            start, end = HEADER_SIZE + KEY_SIZE * first, HEADER_SIZE + KEY_SIZE * last
             if until == taken:
                 yield self._map[start:end]
                 continue
             old = _decode(self._map[start:end])
             yield _encode(sorted(old.tolist() + new[taken:until]))  # two runs: one merge
             taken = until
+
+
+def _nothing(key: bytes, start: int, end: int) -> int:
+    return -1
 
 
 def _encode(keys: Iterable[int]) -> bytes:
@@ -379,7 +392,7 @@ class SeenSet:
     def add_if_new(self, url: str) -> bool:
         """Record ``url``; True if it was not seen before. The crawler's hot path."""
         fp = fingerprint(url)
-        if self._seen(fp):
+        if self._cache.hit(fp) or self._found(fp):
             return False
         self._record(fp)
         return True
@@ -387,23 +400,22 @@ class SeenSet:
     def __contains__(self, url: object) -> bool:
         if not isinstance(url, str):
             return False
-        return self._seen(fingerprint(url))
+        fp = fingerprint(url)
+        return self._cache.hit(fp) or self._found(fp)
 
     def add_many_if_new(self, urls: Iterable[str]) -> list[str]:
         """Record each URL; return the new ones, in order (a repeat within ``urls`` is not new)."""
-        seen, record = self._seen, self._record
+        hit, found, record = self._cache.hit, self._found, self._record
         new: list[str] = []
         for url in urls:
             fp = fingerprint(url)
-            if not seen(fp):
+            if not (hit(fp) or found(fp)):
                 record(fp)
                 new.append(url)
         return new
 
-    def _seen(self, fp: int) -> bool:
-        """Whether ``fp`` is in the set; counts the lookup and caches what it found."""
-        if self._cache.hit(fp):
-            return True
+    def _found(self, fp: int) -> bool:
+        """After a cache miss: whether the buffer or the store holds ``fp``; if so, cache it."""
         if fp in self._buffer:
             self._buffer_hits += 1
         else:

@@ -1,0 +1,213 @@
+"""Crash repair and verification of WARC files, by walking their gzip members.
+
+Every record is its own gzip member (WARC 1.1, annex D.2), so a file cut short by a crash can
+be repaired by keeping its complete members. :func:`repair_open_files` cuts each ``.open``
+file that no writer holds locked (an advisory ``flock``) back to its last complete record, or
+to its last complete group, and renames it; a file left with nothing but its ``warcinfo`` is
+deleted. :func:`verify_warc` decompresses every member in full, checks it holds exactly one
+record and checks the record digests, because warcio does not notice a truncated last member
+(warcio issue #138).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.statusandheaders import StatusAndHeadersParserException
+
+from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
+from harvester.exceptions import ArchiveError
+
+__all__ = ["repair_open_files", "verify_warc"]
+
+log = logging.getLogger(__name__)
+
+# Compressed bytes read at a time while walking gzip members; deflate expands at most
+# ~1000:1, so this also bounds the memory one decompress call can take (~16 MiB).
+_READ_SIZE = 1 << 14
+# Enough of a decompressed member to hold its WARC header block.
+_HEAD_SIZE = 1 << 16
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One complete gzip member: where it ends and the WARC-Type of the record it holds."""
+
+    end: int
+    record_type: str | None  # None: not exactly one complete WARC record
+
+
+def repair_open_files(
+    directory: Path, group_end: Callable[[str], bool] | None = None
+) -> list[Path]:
+    """Cut leftover, unlocked ``.open`` files back to their last complete record.
+
+    With ``group_end``, cut further, back to the last record of a type that ends a group
+    (the harvester ends every group with its DIDL ``metadata`` record), so that no half
+    group survives. Each file is renamed to ``.warc.gz``, or deleted when no record but
+    warcinfo survives. Returns the repaired files.
+    """
+    repaired = []
+    for path in sorted(Path(directory).glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}")):
+        try:
+            final = _repair(path, group_end)
+        except OSError as exc:
+            raise ArchiveError(f"cannot repair {path}: {exc}") from exc
+        if final is not None:
+            repaired.append(final)
+    return repaired
+
+
+def _repair(path: Path, group_end: Callable[[str], bool] | None = None) -> Path | None:
+    try:
+        fh = open(path, "r+b")  # noqa: SIM115 - closed below, after the rename
+    except FileNotFoundError:
+        return None  # finished by its writer meanwhile
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("%s is being written; not repairing it", path)
+            return None
+        members = _complete_members(fh)
+        if group_end is not None:
+            members = _whole_groups(members, group_end)
+        if all(m.record_type == "warcinfo" for m in members):
+            path.unlink()
+            log.warning("deleted %s: no complete record after warcinfo", path)
+            return None
+        end, size = members[-1].end, os.fstat(fh.fileno()).st_size
+        fh.truncate(end)
+        os.fsync(fh.fileno())
+        final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
+        rename_new(path, final)
+    fsync_dir(path.parent)
+    log.warning("repaired %s: kept %d records, cut %d bytes", final, len(members), size - end)
+    return final
+
+
+def _whole_groups(members: list[_Member], group_end: Callable[[str], bool]) -> list[_Member]:
+    """The members up to the last one that ends a group (or the warcinfo)."""
+    for last in range(len(members) - 1, -1, -1):
+        kind = members[last].record_type or ""
+        if kind == "warcinfo" or group_end(kind):
+            return members[: last + 1]
+    return []
+
+
+def _complete_members(fh: BinaryIO) -> list[_Member]:
+    members = []
+    for member in _members(fh):
+        if member.record_type is None:
+            break
+        members.append(member)
+    return members
+
+
+def verify_warc(path: Path) -> int:
+    """Check every gzip member, record and digest of a ``.warc.gz``; return the record count.
+
+    Raises ArchiveError on a truncated or corrupt member, a member not holding exactly
+    one record, an unreadable record or a digest mismatch.
+    """
+    try:
+        with open(path, "rb") as fh:
+            members = _count_members(fh, path)
+            fh.seek(0)
+            records = _count_records(fh, path)
+    except OSError as exc:
+        raise ArchiveError(f"cannot read {path}: {exc}") from exc
+    if records != members:
+        raise ArchiveError(f"{path}: {members} gzip members but {records} records")
+    return records
+
+
+def _count_members(fh: BinaryIO, path: Path) -> int:
+    count = end = 0
+    for member in _members(fh):
+        if member.record_type is None:
+            raise ArchiveError(f"{path}: the member ending at {member.end} is not one record")
+        count, end = count + 1, member.end
+    if end != os.fstat(fh.fileno()).st_size:
+        raise ArchiveError(f"{path}: truncated or corrupt gzip member at offset {end}")
+    return count
+
+
+def _count_records(fh: BinaryIO, path: Path) -> int:
+    count = 0
+    try:
+        for record in ArchiveIterator(fh, check_digests=True):
+            while record.raw_stream.read(_READ_SIZE):
+                pass
+            if record.digest_checker.passed is False:
+                problems = "; ".join(record.digest_checker.problems)
+                raise ArchiveError(f"{path}: record {count}: {problems}")
+            count += 1
+    except (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError, ValueError) as exc:
+        raise ArchiveError(f"{path}: record {count}: {exc}") from exc
+    return count
+
+
+def _members(fh: BinaryIO) -> Iterator[_Member]:
+    """Walk the gzip members of ``fh``; stop at the end or at a truncated or corrupt one."""
+    offset = 0
+    data = fh.read(_READ_SIZE)
+    while data:
+        inflated = _inflate_member(fh, data)
+        if inflated is None:
+            return
+        consumed, head, size, data = inflated
+        offset += consumed
+        yield _Member(offset, _record_type(head, size))
+
+
+def _inflate_member(fh: BinaryIO, data: bytes) -> tuple[int, bytes, int, bytes] | None:
+    """Decompress the member starting at ``data``.
+
+    Returns its compressed length, the head of its content, the content size and the
+    bytes read past its end; None when it is truncated or corrupt (CRC included).
+    """
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    head = bytearray()
+    consumed = size = 0
+    while not inflater.eof:
+        if not data:
+            data = fh.read(_READ_SIZE)
+            if not data:
+                return None
+        try:
+            out = inflater.decompress(data)
+        except zlib.error:
+            return None
+        size += len(out)
+        head += out[: max(0, _HEAD_SIZE - len(head))]
+        consumed += len(data) - len(inflater.unused_data)
+        data = inflater.unused_data  # empty until the member ends
+    return consumed, bytes(head), size, data
+
+
+def _record_type(head: bytes, size: int) -> str | None:
+    """The WARC-Type if the content is exactly one complete WARC record, else None."""
+    end = head.find(b"\r\n\r\n")
+    if end < 0 or not head.startswith(b"WARC/"):
+        return None
+    fields = {}
+    for line in head[:end].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        fields[name.strip().lower()] = value.strip()
+    try:
+        length = int(fields[b"content-length"])
+    except (KeyError, ValueError):
+        return None
+    if size != end + 4 + length + 4:  # header block, CRLF CRLF, content block, CRLF CRLF
+        return None
+    return fields.get(b"warc-type", b"").decode("ascii", "replace") or None

@@ -1,0 +1,17 @@
+"""The clock: the one source of "now" that components take as an argument.
+
+Components that stamp or expire things (the fetcher, the robots.txt cache, the OAI-PMH client)
+take a ``clock`` so tests can fix the time; :func:`utcnow` is the real one they default to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC."""
+    return datetime.now(UTC)

@@ -1,0 +1,322 @@
+"""The bounded HTTP exchange and the safe parsing under the OAI-PMH client (spec §3.1, §3.2).
+
+An OAI-PMH response is untrusted input, so the client's HTTP is our own rather than sickle's:
+
+- **XML** is parsed once, by an lxml parser that resolves no entities, loads no DTD, reads
+  nothing from the network and keeps libxml2's size limits (no ``huge_tree``). A document with
+  a DOCTYPE is refused outright (spec §3.2 asks for character references, never entities),
+  so neither XXE nor "billion laughs" gets anywhere.
+- **Envelope** (§3.2): the root must be ``OAI-PMH`` in the OAI namespace with a valid
+  ``responseDate`` and either an ``<error>`` or the element of the verb asked for. Anything
+  else is a :class:`ProtocolError` naming the URL and the reason.
+- **Errors** (§3.6): ``<error code="x">`` raises the harvester exception of the same name
+  (:meth:`OAIError.for_code`), so codes sickle does not know (``noMetadataFormats``) keep
+  their class.
+- **Size and time**: the body is read streamed up to ``max_bytes`` (also after gzip/deflate
+  decoding, so a compression bomb costs no more than that), with connect/read timeouts and
+  an overall deadline per response.
+- **Retries** (§3.1.2.2): 429, 5xx, resets and timeouts are retried up to ``max_retries``
+  times with exponential back-off and jitter, honouring ``Retry-After`` as delta-seconds or
+  as an HTTP-date, each wait capped at ``max_wait``; then :class:`TransientFetchError`.
+- **Redirects** (§3.1.2.2, 302 to another repository) are followed by hand, at most
+  ``MAX_REDIRECTS`` hops, without reading the bodies of the hops.
+
+Each response is kept as an :class:`Exchange`, the bytes as received, so it can be archived.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import zlib
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from datetime import datetime
+from http.client import HTTPException
+from urllib.parse import urljoin, urlsplit
+
+import requests
+from lxml import etree
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from harvester.exceptions import (
+    OAIError,
+    PermanentFetchError,
+    ProtocolError,
+    TransientFetchError,
+)
+from harvester.fetch import backoff_delay, parse_retry_after
+from harvester.oaidates import parse_oai_datestamp
+
+log = logging.getLogger(__name__)
+
+OAI_NS = "http://www.openarchives.org/OAI/2.0/"
+_OAI = "{" + OAI_NS + "}"
+
+MAX_REDIRECTS = 5
+CHUNK_SIZE = 64 * 1024
+# §3.1.3: a harvester that sends Accept-Encoding must list identity with a non-zero qvalue.
+ACCEPT_ENCODING = "gzip, deflate, identity"
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+HeaderField = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One HTTP request and its response, for archiving.
+
+    ``body`` is the entity body as received, content coding (gzip, deflate) kept and transfer
+    coding (chunked) removed, so a WARC writer must drop ``Transfer-Encoding`` from the stored
+    headers. ``content`` is ``body`` decoded: the bytes that were parsed. ``url`` is the
+    final hop's URL; ``started`` the moment the request was sent.
+    """
+
+    url: str
+    method: str
+    request_headers: tuple[HeaderField, ...]
+    http_version: str
+    status: int
+    reason: str
+    response_headers: tuple[HeaderField, ...]
+    body: bytes
+    content: bytes
+    started: datetime
+
+    def header(self, name: str) -> str | None:
+        """The first response header called ``name`` (case-insensitive), or None."""
+        wanted = name.lower()
+        return next((v for k, v in self.response_headers if k.lower() == wanted), None)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The bounds of every request; times in seconds, sizes in bytes."""
+
+    user_agent: str
+    timeout: float
+    max_retries: int
+    max_bytes: int
+    max_wait: float
+    backoff: float
+    deadline: float
+
+
+# -- XML ------------------------------------------------------------------------------
+
+
+def _xml_parser() -> etree.XMLParser:
+    # One per document: lxml parsers keep state and must not be shared between threads.
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        huge_tree=False,
+        load_dtd=False,
+        dtd_validation=False,
+        recover=False,
+    )
+
+
+def parse_oai_xml(content: bytes, url: str) -> etree._Element:
+    """The root of ``content``, parsed safely; ProtocolError if malformed or with a DOCTYPE."""
+    try:
+        root = etree.fromstring(content, parser=_xml_parser())
+    except etree.XMLSyntaxError as exc:
+        if b"<!DOCTYPE" in content[:4096]:
+            raise ProtocolError(f"{url}: DOCTYPE declarations are refused") from None
+        raise ProtocolError(f"{url}: not well-formed XML ({str(exc)[:200]})") from None
+    docinfo = root.getroottree().docinfo
+    if docinfo.doctype or docinfo.internalDTD is not None:
+        raise ProtocolError(f"{url}: DOCTYPE declarations are refused")
+    return root
+
+
+def check_envelope(root: etree._Element, verb: str, url: str) -> str:
+    """The responseDate of a §3.2 response envelope, after checking its shape."""
+    if root.tag != _OAI + "OAI-PMH":
+        raise ProtocolError(f"{url}: not an OAI-PMH response (root element {root.tag!r})")
+    date = root.findtext(_OAI + "responseDate")
+    if not date:
+        raise ProtocolError(f"{url}: OAI-PMH response without responseDate")
+    try:
+        parse_oai_datestamp(date)
+    except ProtocolError as exc:
+        raise ProtocolError(f"{url}: bad responseDate ({exc})") from None
+    error = root.find(_OAI + "error")
+    if error is not None:
+        code = error.get("code", "")
+        raise OAIError.for_code(code, f"{(error.text or code).strip()} ({url})")
+    if root.find(_OAI + verb) is None:
+        raise ProtocolError(f"{url}: OAI-PMH response without a <{verb}> element")
+    return date.strip()
+
+
+# -- HTTP -----------------------------------------------------------------------------
+
+
+def decode_content(body: bytes, coding: str | None, limit: int, url: str) -> bytes:
+    """``body`` with its Content-Encoding removed, refusing more than ``limit`` bytes.
+
+    >>> decode_content(zlib.compress(b"<a/>"), "deflate", 10, "u")
+    b'<a/>'
+    >>> decode_content(zlib.compress(b" " * 100), "deflate", 10, "u")
+    Traceback (most recent call last):
+    ...
+    harvester.exceptions.ProtocolError: u: body decodes to more than 10 bytes
+    """
+    name = (coding or "identity").strip().lower()
+    if name == "identity":
+        return body
+    if name not in _WBITS:
+        raise ProtocolError(f"{url}: unsupported Content-Encoding {coding!r}")
+    try:
+        return _inflate(body, _WBITS[name], limit, url)
+    except zlib.error:
+        if name != "deflate":
+            raise ProtocolError(f"{url}: corrupt {name} body") from None
+    try:  # "deflate" as raw DEFLATE without the zlib wrapper, as some servers send it
+        return _inflate(body, -zlib.MAX_WBITS, limit, url)
+    except zlib.error:
+        raise ProtocolError(f"{url}: corrupt deflate body") from None
+
+
+def _inflate(data: bytes, wbits: int, limit: int, url: str) -> bytes:
+    out = bytearray()
+    while data:  # gzip members may follow each other
+        inflater = zlib.decompressobj(wbits)
+        out += inflater.decompress(data, limit + 1 - len(out))
+        if len(out) > limit:
+            raise ProtocolError(f"{url}: body decodes to more than {limit} bytes")
+        if not inflater.eof:
+            raise ProtocolError(f"{url}: truncated compressed body")
+        data = inflater.unused_data
+    return bytes(out)
+
+
+def _request_headers(response: requests.Response) -> tuple[HeaderField, ...]:
+    sent = [
+        (name, value.decode("latin-1") if isinstance(value, bytes) else value)
+        for name, value in response.request.headers.items()
+    ]
+    if not any(k.lower() == "host" for k, _ in sent):  # http.client adds Host on the wire
+        sent.insert(0, ("Host", urlsplit(response.url).netloc.rpartition("@")[2]))
+    return tuple(sent)
+
+
+class Http:
+    """GET with retries, redirects, bounded reads and safe decoding; one per client."""
+
+    def __init__(
+        self,
+        session: requests.Session,
+        limits: Limits,
+        sleep: Callable[[float], None],
+        clock: Callable[[], datetime],
+        rng: random.Random,
+    ) -> None:
+        self.session = session
+        self.limits = limits
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng
+
+    def get(self, url: str, params: dict[str, str]) -> Exchange:
+        """The exchange for ``url?params``, after retrying transient failures."""
+        attempt = 0
+        while True:
+            try:
+                return self._attempt(url, params)
+            except TransientFetchError as error:
+                delay = self._retry_delay(attempt, error)
+                if delay is None:
+                    raise TransientFetchError(
+                        f"{error} (gave up after {attempt + 1} attempts)", error.retry_after
+                    ) from error
+                log.warning("retrying %s in %.1fs after: %s", url, delay, error)
+                self._sleep(delay)
+                attempt += 1
+
+    def _retry_delay(self, attempt: int, error: TransientFetchError) -> float | None:
+        if attempt >= self.limits.max_retries:
+            return None
+        cap = self.limits.max_wait
+        wanted = None if error.retry_after is None else min(error.retry_after, cap)
+        return backoff_delay(attempt, wanted, base=self.limits.backoff, cap=cap, rng=self._rng)
+
+    def _attempt(self, url: str, params: dict[str, str] | None) -> Exchange:
+        for _hop in range(MAX_REDIRECTS + 1):
+            started = self._clock()
+            response = self._send(url, params)
+            with closing(response):
+                location = response.headers.get("Location")
+                if response.status_code not in _REDIRECT_STATUSES or not location:
+                    return self._receive(response, started)
+            url, params = urljoin(response.url, location), None
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise PermanentFetchError(f"redirect to a non-HTTP URL: {url}")
+        raise PermanentFetchError(f"more than {MAX_REDIRECTS} redirects from {url}")
+
+    def _send(self, url: str, params: dict[str, str] | None) -> requests.Response:
+        headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
+        timeout = (self.limits.timeout, self.limits.timeout)
+        try:
+            return self.session.get(
+                url,
+                params=params,
+                headers=headers,
+                timeout=timeout,
+                stream=True,
+                allow_redirects=False,
+            )
+        except requests.exceptions.SSLError as exc:
+            raise PermanentFetchError(f"TLS failure for {url}: {exc}") from exc
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise TransientFetchError(f"cannot reach {url}: {exc}") from exc
+        except requests.RequestException as exc:
+            raise PermanentFetchError(f"cannot request {url}: {exc}") from exc
+
+    def _receive(self, response: requests.Response, started: datetime) -> Exchange:
+        url, status = response.url, response.status_code
+        if status == 429 or 500 <= status < 600:
+            header = response.headers.get("Retry-After")
+            wait = None if header is None else parse_retry_after(header, self._clock())
+            raise TransientFetchError(f"HTTP {status} {response.reason} from {url}", wait)
+        if not 200 <= status < 300:
+            raise PermanentFetchError(f"HTTP {status} {response.reason} from {url}", status)
+        body = self._read_body(response)
+        coding = response.headers.get("Content-Encoding")
+        return Exchange(
+            url=url,
+            method="GET",
+            request_headers=_request_headers(response),
+            http_version="HTTP/1.0" if response.raw.version == 10 else "HTTP/1.1",
+            status=status,
+            reason=response.reason or "",
+            response_headers=tuple(response.raw.headers.items()),
+            body=body,
+            content=decode_content(body, coding, self.limits.max_bytes, url),
+            started=started,
+        )
+
+    def _read_body(self, response: requests.Response) -> bytes:
+        url, limit = response.url, self.limits.max_bytes
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ProtocolError(f"{url}: response of {declared} bytes exceeds {limit}")
+        chunks: list[bytes] = []
+        size, deadline = 0, time.monotonic() + self.limits.deadline
+        try:
+            for chunk in response.raw.stream(CHUNK_SIZE, decode_content=False):
+                size += len(chunk)
+                if size > limit:
+                    raise ProtocolError(f"{url}: response exceeds {limit} bytes")
+                if time.monotonic() > deadline:
+                    raise TransientFetchError(f"{url}: response took over the deadline")
+                chunks.append(chunk)
+        except (Urllib3Error, HTTPException, OSError) as exc:
+            raise TransientFetchError(f"{url}: connection broken mid-response: {exc}") from exc
+        return b"".join(chunks)
