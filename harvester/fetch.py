@@ -148,6 +148,7 @@ class FetchResult:
     peer_ip: str | None
     started: datetime
     elapsed: float
+    latency: float = 0.0  # seconds until the response headers arrived
     redirects: list[Redirect] = field(default_factory=list)
 
     def header(self, name: str) -> str | None:
@@ -401,6 +402,7 @@ class Fetcher:
         started, start = self._clock(), loop.time()
         deadline_at = start + self.settings.deadline
         response = await self._send(method, url, headers, deadline_at)
+        to_headers = loop.time() - start
         complete = False
         try:
             self._check_header_size(response, url)
@@ -413,7 +415,8 @@ class Fetcher:
                 response.close()  # drop the connection: it may still carry unread bytes
         if truncated in (TRUNCATED_TIME, TRUNCATED_DISCONNECT) and not body:
             raise TransientFetchError(f"body of {url} cut ({truncated}) before its first byte")
-        return _result(url, response, body, truncated, started, loop.time() - start)
+        timing = (loop.time() - start, to_headers)
+        return _result(url, response, body, truncated, started, timing)
 
     async def _send(
         self, method: str, url: str, headers: dict[str, str], deadline_at: float
@@ -486,7 +489,7 @@ def _result(
     body: bytes,
     truncated: str | None,
     started: datetime,
-    elapsed: float,
+    timing: tuple[float, float],
 ) -> FetchResult:
     # latin-1 maps bytes 1:1, so a writer can re-encode the headers exactly as received
     raw = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in response.raw_headers]
@@ -503,7 +506,8 @@ def _result(
         truncated=truncated,
         peer_ip=cast(_Response, response).peer_ip,
         started=started,
-        elapsed=elapsed,
+        elapsed=timing[0],
+        latency=timing[1],
     )
 
 

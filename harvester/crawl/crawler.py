@@ -79,7 +79,7 @@ class Crawler:
                 continue
             if not running and self.frontier.wake_time() is None:
                 break  # nothing queued and nothing in flight: the crawl is complete
-            await self._wait(running, loop.time())
+            await self._wait(running, loop.time(), full=len(running) >= self.concurrency)
         if running:
             await asyncio.gather(*running)
         return len(self.frontier) == 0 and not self._limited()
@@ -98,9 +98,9 @@ class Crawler:
             urls += await sitemap_urls(self.fetcher, seed)
         return urls
 
-    async def _wait(self, running: set[asyncio.Task[None]], now: float) -> None:
-        """Until a fetch ends or the next host becomes eligible, whichever comes first."""
-        wake = self.frontier.wake_time()
+    async def _wait(self, running: set[asyncio.Task[None]], now: float, *, full: bool) -> None:
+        """Until a fetch ends or (with a free slot) the next host becomes eligible."""
+        wake = None if full else self.frontier.wake_time()
         timeout = None if wake is None else max(0.0, wake - now)
         if not running:
             await asyncio.sleep(timeout or 0.0)
@@ -131,16 +131,17 @@ class Crawler:
         except FetchError as exc:
             self._failed(item, exc, time.monotonic() - started)
             return
-        self._pages += 1
-        self._archive(item, res, result)
+        # The host's measurements end here: archiving is our time, not the host's.
         self.frontier.scheduler.done(
             item.host,
             now=asyncio.get_running_loop().time(),
-            latency=result.elapsed,
+            latency=result.latency,
             nbytes=len(result.body),
             status=result.status,
             retry_after=_retry_after(result),
         )
+        self._pages += 1
+        self._archive(item, res, result)
         self.progress(self.summary, len(self.frontier))
 
     async def _robots_delay(self, item: QueuedURL) -> None:
