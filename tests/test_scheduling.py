@@ -328,3 +328,21 @@ def test_selection_cost_does_not_grow_with_the_number_of_hosts(policy: str) -> N
     assert (small, large) == (2_000, 100_000)
     assert large_s / large < 8 * small_s / small
     assert large_s < 30.0  # generous: about 2 s on an idle core
+
+
+def test_an_unmeasured_host_gets_the_best_measured_rate_as_its_prior() -> None:
+    """Measuring other hosts raises the prior: an unmeasured host is not left behind a host
+    that was measured slower than the best (the prior is applied when choosing, not when the
+    host became ready)."""
+    from harvester.crawl.scheduling import Politeness, QueuedURL, make_scheduler
+
+    sched = make_scheduler("performance", politeness=Politeness(delay_factor=0.0))
+    for seq, host in enumerate(("a", "c", "b")):
+        for n in range(2):
+            sched.add(QueuedURL(f"http://{host}/{n}", host, {}, seq=seq * 2 + n))
+    first, second = sched.next(0.0), sched.next(0.0)
+    assert (first.host, second.host) == ("a", "c")
+    sched.done("a", now=0.1, latency=0.1, nbytes=0, status=200)  # 10 pages/s
+    sched.done("c", now=0.5, latency=0.5, nbytes=0, status=200)  # 2 pages/s
+    picks = [sched.next(1.0).host for _ in range(3)]
+    assert picks == ["b", "a", "c"], "b, unmeasured, is assumed as fast as the best (a)"

@@ -99,6 +99,7 @@ class _TwoLevel:
     """The machinery the four policies share; a subclass says how hosts and URLs are ranked."""
 
     keyed_by_queue = False  # whether a host's level-1 key depends on its queued URLs
+    keyed_by_rate = False  # whether it is proportional to the host's rate (unmeasured: the prior)
 
     def __init__(self, politeness: Politeness, score: str, prior: float | None) -> None:
         self.politeness = politeness
@@ -107,6 +108,9 @@ class _TwoLevel:
         self._hosts: dict[str, HostState] = {}
         self._sleeping: list[HeapEntry] = []  # keyed by next_allowed
         self._ready: list[HeapEntry] = []  # keyed by _host_key, smallest first
+        # Hosts not measured yet, keyed per unit of rate: their key is the prior times this,
+        # and the prior grows as hosts are measured, so it is applied when one is chosen.
+        self._untried: list[HeapEntry] = []
         self._queued = 0
         self._busy_hosts = 0  # hosts with URLs queued
         self._clock = NEVER  # the latest ``now`` the scheduler was told
@@ -144,7 +148,7 @@ class _TwoLevel:
         return item
 
     def wake_time(self) -> float | None:
-        if _live_top(self._ready, self._hosts) is not None:
+        if self._ready_heap() is not None:
             return self._clock
         top = _live_top(self._sleeping, self._hosts)
         return None if top is None else max(top[0], self._clock)
@@ -201,7 +205,7 @@ class _TwoLevel:
         """Re-place a host whose queue changed, if that can change where it stands."""
         stands = state.ready_key
         if was_empty or (
-            self.keyed_by_queue and stands is not None and self._host_key(state) != stands
+            self.keyed_by_queue and stands is not None and self._ready_key(state)[0] != stands
         ):
             self._place(state)
 
@@ -217,10 +221,26 @@ class _TwoLevel:
         else:
             _push(self._sleeping, (at, state.rank, state.token, state.name), self._hosts)
 
+    def _ready_key(self, state: HostState) -> tuple[float, list[HeapEntry]]:
+        """A ready host's key and heap: per unit of the prior rate while it is unmeasured."""
+        if self.keyed_by_rate and state.rate is None:
+            return self._host_key(state) / self.prior_rate(), self._untried
+        return self._host_key(state), self._ready
+
     def _make_ready(self, state: HostState) -> None:
-        key = self._host_key(state)
+        key, heap = self._ready_key(state)
         state.ready_key = key
-        _push(self._ready, (key, state.rank, state.token, state.name), self._hosts)
+        _push(heap, (key, state.rank, state.token, state.name), self._hosts)
+
+    def _ready_heap(self) -> list[HeapEntry] | None:
+        """The heap whose top host comes first now (the prior applied to unmeasured hosts)."""
+        measured = _live_top(self._ready, self._hosts)
+        untried = _live_top(self._untried, self._hosts)
+        if untried is None:
+            return None if measured is None else self._ready
+        if measured is None or untried[0] * self.prior_rate() <= measured[0]:
+            return self._untried
+        return self._ready
 
     def _wake(self, now: float) -> None:
         """Move the hosts whose rest is over from the sleeping heap to the ready heap."""
@@ -231,8 +251,9 @@ class _TwoLevel:
                 self._make_ready(state)
 
     def _pop_ready(self) -> HostState | None:
-        while self._ready:
-            _, _, token, name = heapq.heappop(self._ready)
+        heap = self._ready_heap()
+        while heap:
+            _, _, token, name = heapq.heappop(heap)
             state = self._hosts[name]
             if state.token == token:
                 state.token += 1  # it leaves the ready heap; _place puts it back
@@ -274,6 +295,8 @@ class BreadthFirst(_TwoLevel):
 class Performance(_TwoLevel):
     """The ready host that delivers the most pages per second; its oldest URL."""
 
+    keyed_by_rate = True
+
     def _host_key(self, state: HostState) -> float:
         return -state.pages_per_s(self.prior_rate())
 
@@ -293,6 +316,8 @@ class Quality(_TwoLevel):
 
 class Capability(Quality):
     """The ready host with the most quality per second: pages/s x its best URL's score."""
+
+    keyed_by_rate = True
 
     def _host_key(self, state: HostState) -> float:
         best = state.peek()
