@@ -51,6 +51,7 @@ def cli() -> None:
 @click.option("--respect-nofollow", is_flag=True, default=None)
 @click.option("--seen-cache", type=int, help="Crawl: seen-URL cache entries.  [default: 50000]")
 @click.option("--ignore-robots", is_flag=True, default=None)
+@click.option("--durable", is_flag=True, default=None, help="fsync every WARC group.")
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--quiet", is_flag=True, default=None)
 @click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")

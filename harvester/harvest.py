@@ -1,9 +1,9 @@
 """One harvest run: discovery -> list -> fetch -> archive -> state (docs/architecture.md).
 
 A run is resumable at every step. The list position is saved after each page; a resource is
-marked archived only after its WARC group was fsynced; and the date the next incremental run
-lists ``from`` is the list's responseDate, held back to the oldest listed resource that is not
-yet archived, so nothing is skipped. Rerunning the same command after a crash finishes the job.
+marked archived only after its WARC group was written out; and the date the next incremental
+run lists ``from`` is the list's responseDate, held back to the oldest listed resource that is
+not yet archived, so nothing is skipped. Rerunning the same command after a crash finishes the job.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class Harvest:
             prefix=_prefix(settings.site_url),
             max_size=settings.warc_max_size,
             warcinfo=self._warcinfo(),
+            durable=settings.durable,
         )
         self.pacer = Pacer(settings.delay)
         self._list_started: float | None = None

@@ -4,8 +4,8 @@ It records, per source, the endpoint and the position of a list in progress, and
 what was listed, what was archived and where. It is the only module of the harvester that talks
 SQL. Every change is one short transaction, so a harvester killed at any moment leaves the
 state as it was after the last completed step: a resource is marked archived only after its
-WARC records were fsynced, and the ``from`` date of the next incremental run never passes a
-listed resource that was not archived.
+WARC records were written out (fsynced too with ``--durable``), and the ``from`` date of the
+next incremental run never passes a listed resource that was not archived.
 
 Resource statuses::
 

@@ -1,6 +1,6 @@
 """The recorder: turns captures into WARC record groups, each closed by its DIDL record.
 
-One group per resource, written into one file with one fsync:
+One group per resource, written into one file in one flush:
 
 * fetched: ``response`` + ``request`` (WARC-Concurrent-To), then the DIDL ``metadata``;
 * unchanged (a 304, or the same payload digest): ``revisit`` + ``request``, then the DIDL;

@@ -4,7 +4,7 @@ Used when a site has no OAI-PMH provider (or with ``--mode crawl``). It writes t
 WARC groups, DIDL records and CDXJ index through the same recorder and state as the OAI-PMH
 path, plus a ``metadata`` record of outlinks per page, as Heritrix does.
 
-Each fetched page is one step: its WARC group is written (and fsynced), then one state
+Each fetched page is one step: its WARC group is written out, then one state
 transaction records the page as fetched and queues its new links. A crawl killed at any
 moment resumes from the persisted queue: no discovered URL is lost, and a page in flight at
 the kill is fetched again, its duplicate caught by payload digest (a revisit record).

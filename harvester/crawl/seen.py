@@ -3,8 +3,7 @@
 After Broder, Najork & Wiener, "Efficient URL caching for World Wide Web crawling" (WWW 2003),
 and Mercator's disk-based seen set. A URL is kept as a 64-bit fingerprint (:func:`fingerprint`):
 the top 20 bits hash the URL's host, the low 44 bits hash the whole URL, so one host's
-fingerprints sort together (as in Mercator and Heritrix) and its lookups land on nearby pages of
-the store.
+fingerprints sort together and its lookups land on nearby pages of the store.
 
 A lookup checks three places, fastest first:
 

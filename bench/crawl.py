@@ -1,0 +1,441 @@
+"""``python -m bench crawl [--pages N] [--runs K] [--concurrency C] [--per-host P] [--profile]``
+
+The link crawl (``harvester harvest --mode crawl``) against ``wget -r`` writing a WARC, both
+crawling one generated site from its ``index.html`` over loopback. The site has no OAI-PMH
+endpoint: it is ``tests.sites.make_site`` (file names with spaces, ``%``, ``#``, ``?``,
+non-ASCII and one that is not UTF-8) served by nginx, one worker, keep-alive. Everything is
+written below ``bench/out/crawl/``, remade on every run:
+
+1. the site, and a minimal ``nginx.conf`` in a prefix of its own; nginx runs in the
+   foreground as our child and is stopped by its pid (``apt-get install nginx-light`` first
+   when it is missing);
+2. ours and wget alternating, ``--runs`` times each, each into a fresh folder; pages/s is the
+   HTTP 200 responses in its WARC files over the wall time of the process, start to exit, and
+   CPU seconds the process's own (nginx is shared and not counted);
+3. the URL sets: the ``WARC-Target-URI`` of every ``response`` record of the first run of
+   each, read with warcio, percent-encoding hex upper-cased; what wget found and we did not;
+4. with ``--profile``, one more crawl of ours under ``py-spy record`` (raw collapsed stacks in
+   ``bench/out/crawl/profile.txt``); the notes give each part of the crawl's share of the
+   samples (:data:`BUCKETS`) and the functions with the most time of their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from warcio.archiveiterator import ArchiveIterator
+
+from bench.harness import Report, median
+from tests.servers import HOST, RunningServer, free_port, wait_until_answers
+from tests.sites import Manifest, href, make_site
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench" / "out" / "crawl"
+COLUMNS = ["metric", "ours", "wget", "ratio", "target", "met?"]
+TARGET_RATIO = 1.5
+TIMEOUT = 3600.0  # seconds any one crawl, install or server start may take
+WGET = ["wget", "-r", "-l", "inf", "-np", "-e", "robots=off", "--no-verbose", "-nd"]
+WGET_OK = (0, 8)  # 8: some answer was an HTTP error (none is expected on this site)
+PROFILE_TOP = 12  # functions listed by their own time
+
+
+@dataclass(frozen=True)
+class Options:
+    runs: int
+    concurrency: int
+    per_host: int
+    schedule: str
+
+    def flags(self) -> list[str]:
+        """Fair for one cooperative local host: no pause between requests, 8 connections."""
+        return ["--delay", "0", "--delay-factor", "0", "--concurrency", str(self.concurrency),
+                "--crawl-per-host", str(self.per_host), "--schedule", self.schedule]  # fmt: skip
+
+
+# -- the server -------------------------------------------------------------------------
+
+NGINX_CONF = """\
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/tmp/body;
+    proxy_temp_path {prefix}/tmp/proxy;
+    fastcgi_temp_path {prefix}/tmp/fastcgi;
+    uwsgi_temp_path {prefix}/tmp/uwsgi;
+    scgi_temp_path {prefix}/tmp/scgi;
+    types {{
+        text/html html; text/css css; image/png png; application/pdf pdf;
+        text/plain txt; application/zip zip;
+    }}
+    default_type application/octet-stream;
+    sendfile on;
+    keepalive_requests 10000;
+    keepalive_timeout 60s;
+    server {{
+        listen {host}:{port};
+        root {root};
+        autoindex off;
+    }}
+}}
+"""
+
+
+def nginx_binary() -> str:
+    """The nginx executable; installed from Debian's packages when missing."""
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
+    if found:
+        return found
+    install = ["apt-get", "install", "-y", "-q", "nginx-light"]
+    if subprocess.run(install, capture_output=True, timeout=TIMEOUT).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], capture_output=True, timeout=TIMEOUT)
+        subprocess.run(install, capture_output=True, timeout=TIMEOUT, check=True)
+    found = shutil.which("nginx", path="/usr/sbin:/usr/bin:/sbin")
+    if not found:
+        raise RuntimeError("nginx is not installed and apt-get could not install it")
+    return found
+
+
+@contextmanager
+def serving(root: Path, prefix: Path) -> Iterator[str]:
+    """nginx serving ``root`` on a free loopback port, in the foreground; yields its URL."""
+    binary = nginx_binary()
+    port = free_port()
+    for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (prefix / "tmp" / sub).mkdir(parents=True, exist_ok=True)
+    conf = prefix / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(prefix=prefix, host=HOST, port=port, root=root.resolve()))
+    argv = [binary, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf),
+            "-g", "daemon off;"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with RunningServer(proc, HOST, port) as server:
+        wait_until_answers(f"{server.url}/index.html", proc, 30.0)
+        yield server.url
+
+
+# -- the contenders ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Child:
+    seconds: float  # wall clock, start to exit
+    cpu: float  # user + system seconds of the process (rusage from wait4)
+    stdout: str
+
+
+def measured(argv: list[str], log: Path, ok: Iterable[int] = (0,)) -> Child:
+    """Run a command to its end (killed after TIMEOUT); stdout to ``log.out``, stderr to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = log.with_suffix(".out")
+    with open(out, "wb") as stdout, open(log, "wb") as stderr:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=REPO)
+        watchdog = threading.Timer(TIMEOUT, proc.kill)
+        watchdog.start()
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            watchdog.cancel()
+        seconds = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        raise RuntimeError(f"{argv[:3]} exited with {code}; see {log}")
+    return Child(seconds, usage.ru_utime + usage.ru_stime, out.read_text())
+
+
+def ours_argv(url: str, out: Path, opts: Options) -> list[str]:
+    return [sys.executable, "-m", "harvester.cli", "harvest", f"{url}/index.html",
+            "--out", str(out), "--mode", "crawl", "--quiet", "--json", *opts.flags()]  # fmt: skip
+
+
+def ours_crawl(url: str, out: Path, opts: Options) -> Child:
+    return measured(ours_argv(url, out, opts), out.with_suffix(".log"))
+
+
+def wget_crawl(url: str, folder: Path) -> Child:
+    """A crawl from index.html into ``folder/wget.warc.gz``, keeping no mirror."""
+    folder.mkdir(parents=True)
+    warc = [f"--warc-file={folder / 'wget'}", f"--warc-tempdir={folder}"]
+    argv = [*WGET, "--delete-after", "-P", str(folder / "files"), *warc, f"{url}/index.html"]
+    return measured(argv, folder.with_suffix(".log"), WGET_OK)
+
+
+# -- what the WARCs hold ----------------------------------------------------------------
+
+_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}")
+
+
+def normal(uri: str) -> str:
+    """A URI with its percent-encoding upper-cased (RFC 3986 section 6.2.2.1)."""
+    return _ESCAPE.sub(lambda m: m.group().upper(), uri)
+
+
+def responses(warcs: Iterable[Path]) -> dict[str, int]:
+    """Each ``response`` record's normalised target URI and its HTTP status."""
+    found: dict[str, int] = {}
+    for path in warcs:
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type == "response":
+                    uri = normal(record.rec_headers.get_header("WARC-Target-URI"))
+                    found[uri] = int(record.http_headers.get_statuscode())
+    return found
+
+
+def ok_pages(found: dict[str, int]) -> int:
+    return sum(1 for status in found.values() if status == 200)
+
+
+@dataclass
+class Runs:
+    """One contender's runs, and the responses in each run's WARC files."""
+
+    children: list[Child] = field(default_factory=list)
+    found: list[dict[str, int]] = field(default_factory=list)
+
+    def rate(self) -> float:
+        """Median pages/s: the run's HTTP 200 responses over its wall time."""
+        runs = zip(self.children, self.found, strict=True)
+        return median([ok_pages(found) / child.seconds for child, found in runs])
+
+    def seconds(self) -> float:
+        return median([c.seconds for c in self.children])
+
+    def cpu(self) -> float:
+        return median([c.cpu for c in self.children])
+
+    def first(self) -> dict[str, int]:
+        return self.found[0]
+
+
+def alternating(url: str, opts: Options) -> tuple[Runs, Runs]:
+    """Ours, then wget, ``opts.runs`` times, each into a fresh folder."""
+    ours_runs, wget_runs = Runs(), Runs()
+    for run in range(1, opts.runs + 1):
+        out, folder = OUT / f"ours-{run}", OUT / f"wget-{run}"
+        ours_runs.children.append(ours_crawl(url, out, opts))
+        ours_runs.found.append(responses(sorted((out / "warcs").glob("*.warc.gz"))))
+        wget_runs.children.append(wget_crawl(url, folder))
+        wget_runs.found.append(responses(sorted(folder.glob("*.warc.gz"))))
+    return ours_runs, wget_runs
+
+
+def summary(runs: Runs) -> dict[str, Any]:
+    """Our first run's JSON summary."""
+    parsed: dict[str, Any] = json.loads(runs.children[0].stdout)
+    return parsed
+
+
+# -- the profile ------------------------------------------------------------------------
+
+# Where a sample of our crawl goes: the first bucket, in this order, whose marks match its
+# stack (``path``: a mark in some frame; ``none``: in no frame) or its innermost frame
+# (``leaf``: a function name). py-spy charges a C call to the Python line that made it, so
+# the fsync of each WARC group shows as the own time of ``write_group``, and zlib's as that
+# of warcio's gzip wrapper.
+STARTUP = "start-up: imports, the CLI"
+BUCKETS: list[tuple[str, str, tuple[str, ...]]] = [
+    (STARTUP, "path", ("<frozen importlib",)),
+    (STARTUP, "none", ("Harvest.run ",)),
+    ("CDXJ index, rereading every WARC after the crawl", "path", ("Harvest._index ",)),
+    ("fsync of each WARC group", "leaf", ("RotatingWARCWriter.write_group",)),
+    ("gzip (warcio: a new level-9 compressor per record)", "leaf", ("GzippingWrapper.",)),
+    ("DIDL records (lxml)", "path", ("harvester/archive/didl.py", "Recorder._didl ")),
+    ("other WARC record building and writing (warcio)", "path",
+     ("harvester/archive/warc.py", "harvester/archive/recorder.py")),
+    ("link extraction", "path", ("harvester/crawl/links.py",)),
+    ("SQLite state", "path", ("harvester/state.py",)),
+    ("HTTP fetch (aiohttp)", "path", ("harvester/fetch.py",)),
+    ("seen-URL test", "path", ("harvester/crawl/seen.py",)),
+    ("frontier, scope, scores, scheduler", "path", ("harvester/crawl/",)),
+]  # fmt: skip
+OTHER = "event loop, sockets, other"
+
+
+def profiled(url: str, opts: Options) -> Path:
+    """One more crawl of ours under py-spy (100 samples/s); returns its raw stacks."""
+    raw = OUT / "profile.txt"
+    py_spy = str(Path(sys.executable).with_name("py-spy"))
+    argv = [py_spy, "record", "--format", "raw", "--rate", "100", "--nonblocking", "-o", str(raw),
+            "--", *ours_argv(url, OUT / "ours-profiled", opts)]  # fmt: skip
+    measured(argv, OUT / "ours-profiled.log")
+    return raw
+
+
+def stacks(raw: Path) -> Iterator[tuple[list[str], int]]:
+    """py-spy's raw (collapsed) output: each stack, outermost frame first, and its samples."""
+    with open(raw, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if stack and count.isdigit():
+                yield stack.split(";"), int(count)
+
+
+def breakdown(raw: Path) -> dict[str, float]:
+    """Each bucket's share of the samples, largest first; the shares add up to 1."""
+    counts: Counter[str] = Counter()
+    for frames, count in stacks(raw):
+        counts[_bucket(frames)] += count
+    total = sum(counts.values()) or 1
+    return {name: n / total for name, n in counts.most_common()}
+
+
+def _bucket(frames: list[str]) -> str:
+    leaf = frames[-1]
+    for name, where, marks in BUCKETS:
+        if where == "leaf" and leaf.startswith(marks):
+            return name
+        found = any(m in f for f in frames for m in marks)
+        if (where == "path" and found) or (where == "none" and not found):
+            return name
+    return OTHER
+
+
+def own_time(raw: Path, top: int) -> list[tuple[str, float]]:
+    """The ``top`` functions by their own share of the samples (``module.function``)."""
+    counts: Counter[str] = Counter()
+    for frames, count in stacks(raw):
+        counts[_function(frames[-1])] += count
+    total = sum(counts.values()) or 1
+    return [(name, n / total) for name, n in counts.most_common(top)]
+
+
+def _function(frame: str) -> str:
+    """``name (path/to/module.py:12)`` -> ``module.name``."""
+    name, _, where = frame.partition(" (")
+    module = where.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return f"{module}.{name}" if module else name
+
+
+# -- the report -------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench crawl", description=__doc__)
+    parser.add_argument("--pages", type=int, default=20_000, help="site size (HTML pages)")
+    parser.add_argument("--runs", type=int, default=2, help="alternating runs per contender")
+    parser.add_argument("--concurrency", type=int, default=16, help="our simultaneous fetches")
+    parser.add_argument("--per-host", type=int, default=8, help="our connections to the host")
+    parser.add_argument("--schedule", default="capability", help="our crawl schedule")
+    parser.add_argument("--profile", action="store_true", help="one more crawl under py-spy")
+    return parser.parse_args(argv)
+
+
+def run(argv: list[str]) -> Report:
+    args = parse_args(argv)
+    opts = Options(args.runs, args.concurrency, args.per_host, args.schedule)
+    shutil.rmtree(OUT, ignore_errors=True)
+    OUT.mkdir(parents=True)
+    manifest = make_site(OUT / "site", pages=args.pages, seed=1)
+    raw: Path | None = None
+    with serving(OUT / "site", OUT / "nginx") as url:
+        ours_runs, wget_runs = alternating(url, opts)
+        if args.profile:
+            raw = profiled(url, opts)
+    report = Report("crawl", COLUMNS, rows=_rows(ours_runs, wget_runs, manifest))
+    report.figures |= _figures(ours_runs, wget_runs, manifest)
+    report.notes += _notes(opts, ours_runs, wget_runs, manifest)
+    if raw is not None:
+        report.notes += _profile_notes(raw)
+    return report
+
+
+def _row(metric: str, ours: object, peer: object = "", ratio: object = "", target: str = "",
+         met: bool | None = None) -> list[object]:  # fmt: skip
+    return [metric, ours, peer, ratio, target, "" if met is None else "yes" if met else "no"]
+
+
+def _rows(ours: Runs, peer: Runs, manifest: Manifest) -> list[list[object]]:
+    ratio = ours.rate() / peer.rate()
+    missed = peer.first().keys() - ours.first().keys()
+    first = summary(ours)
+    return [
+        _row(f"crawl of a {len(manifest.public):,}-file site, pages/s (ratio ours / wget)",
+             ours.rate(), peer.rate(), ratio, f">= {TARGET_RATIO:g}x", ratio >= TARGET_RATIO),
+        _row("wall s, start to exit", ours.seconds(), peer.seconds()),
+        _row("CPU s, user + system (ratio ours / wget)", ours.cpu(), peer.cpu(),
+             ours.cpu() / peer.cpu()),
+        _row("response records in the WARCs (of them HTTP 200)", _count(ours.first()),
+             _count(peer.first())),
+        _row(f"of the {len(manifest.linked):,} files linked from index.html, archived",
+             _linked(ours.first(), manifest), _linked(peer.first(), manifest), "",
+             f"{len(manifest.linked):,}", _linked(ours.first(), manifest) == len(manifest.linked)),
+        _row("URLs found by wget, not by us", len(missed), "", "", "0", not missed),
+        _row("seen-URL cache hit rate", first["seen_hit_rate"]),
+        _row("failed / refused by scope or trap rules", f"{first['failed']} / {first['refused']}"),
+    ]  # fmt: skip
+
+
+def _count(found: dict[str, int]) -> str:
+    return f"{len(found):,} ({ok_pages(found):,})"
+
+
+def _linked(found: dict[str, int], manifest: Manifest) -> int:
+    """How many of the files linked from index.html have a 200 response in ``found``."""
+    origin = next(iter(found), "").split("/", 3)[:3]
+    base = "/".join(origin) + "/"
+    wanted = {normal(base + href("index.html", path)) for path in manifest.linked}
+    return len(wanted & {uri for uri, status in found.items() if status == 200})
+
+
+def _figures(ours: Runs, peer: Runs, manifest: Manifest) -> dict[str, float | int | str]:
+    return {
+        "files": len(manifest.public),
+        "pages_per_s": round(ours.rate(), 1),
+        "wget_pages_per_s": round(peer.rate(), 1),
+        "ratio": round(ours.rate() / peer.rate(), 2),
+        "cpu_ratio": round(ours.cpu() / peer.cpu(), 2),
+        "ours_urls": len(ours.first()),
+        "wget_urls": len(peer.first()),
+        "missed": len(peer.first().keys() - ours.first().keys()),
+        "seen_hit_rate": str(summary(ours)["seen_hit_rate"]),
+    }
+
+
+def _notes(opts: Options, ours: Runs, peer: Runs, manifest: Manifest) -> list[str]:
+    notes = [
+        f"{len(manifest.public):,} public files, {len(manifest.linked):,} linked from "
+        f"index.html; nginx, 1 worker, keep-alive, on loopback. Medians of {opts.runs} "
+        "alternating runs per contender, each into a fresh folder.",
+        f"ours: `harvester harvest URL/index.html --mode crawl {' '.join(opts.flags())}` "
+        "(robots.txt obeyed: one 404). wget: `" + " ".join(WGET) + " --delete-after "
+        "--warc-file=...`, one connection.",
+        "pages/s: HTTP 200 response records in each run's WARC files over its wall time, "
+        "interpreter start included. Ours writes four records per page (request, response, "
+        "outlinks metadata, DIDL metadata), each group fsynced, plus the SQLite state and "
+        "the CDXJ index; wget writes request and response records. CPU s: rusage of the "
+        "process from wait4 (nginx not included).",
+    ]
+    missed = sorted(peer.first().keys() - ours.first().keys())
+    if missed:
+        notes.append(f"found by wget only ({len(missed)}): " + ", ".join(missed[:20]))
+    extra = sorted(ours.first().keys() - peer.first().keys())
+    if extra:
+        notes.append(f"found by us only ({len(extra)}): " + ", ".join(extra[:20]))
+    return notes
+
+
+def _profile_notes(raw: Path) -> list[str]:
+    shares = breakdown(raw)
+    own = own_time(raw, PROFILE_TOP)
+    return [
+        "profile (py-spy, one more crawl of ours; each sample to the first bucket that holds "
+        "it): " + "; ".join(f"{name} {share:.0%}" for name, share in shares.items()),
+        "profile, own time: " + ", ".join(f"{name} {share:.1%}" for name, share in own),
+    ]
