@@ -23,6 +23,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test: $(STAMP) sysdeps lint
 	$(BIN)/python -m pytest -q
