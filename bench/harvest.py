@@ -460,6 +460,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def run(argv: list[str]) -> Report:
     args = parse_args(argv)
+    code = _commit()  # at the start: the code measured, should a commit land during the run
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     opts = Options(args.runs, args.concurrency, args.per_host)
@@ -476,7 +477,7 @@ def run(argv: list[str]) -> Report:
     if big is not None:
         report.rows += _scale_rows(big, len(manifest.public), inc.changes.count)
     report.figures |= _figures(first, manifest, inc, big)
-    report.notes += _notes(args, manifest, inc)
+    report.notes += _notes(args, manifest, inc, code)
     return report
 
 
@@ -571,9 +572,9 @@ def _figures(
     return figures
 
 
-def _notes(args: argparse.Namespace, manifest: Manifest, inc: Incremental) -> list[str]:
+def _notes(args: argparse.Namespace, manifest: Manifest, inc: Incremental, code: str) -> list[str]:
     notes = [
-        f"Code: {_commit()}; {os.cpu_count()} CPUs, shared with other jobs.",
+        f"Code: {code} at the start; {os.cpu_count()} CPUs, shared with other jobs.",
         f"{len(manifest.public):,} public files ({len(manifest.linked):,} linked from "
         f"index.html); medians of {args.runs} alternating runs per contender; provider: "
         f"oai-provider serve under gunicorn, {args.workers} workers x {args.threads} threads, "
