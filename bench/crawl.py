@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -39,7 +36,7 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
-from bench.harness import Report, median
+from bench.harness import Report, median, run_child
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
 from tests.sites import Manifest, href, make_site
 
@@ -141,22 +138,8 @@ class Child:
 
 def measured(argv: list[str], log: Path, ok: Iterable[int] = (0,)) -> Child:
     """Run a command to its end (killed after TIMEOUT); stdout to ``log.out``, stderr to ``log``."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    out = log.with_suffix(".out")
-    with open(out, "wb") as stdout, open(log, "wb") as stderr:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=REPO)
-        watchdog = threading.Timer(TIMEOUT, proc.kill)
-        watchdog.start()
-        try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            watchdog.cancel()
-        seconds = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
-    if code not in ok:
-        raise RuntimeError(f"{argv[:3]} exited with {code}; see {log}")
-    return Child(seconds, usage.ru_utime + usage.ru_stime, out.read_text())
+    run = run_child(argv, log.with_suffix(".out"), log, timeout=TIMEOUT, ok=ok, cwd=REPO)
+    return Child(run.seconds, run.usage.ru_utime + run.usage.ru_stime, run.stdout)
 
 
 def ours_argv(url: str, out: Path, opts: Options) -> list[str]:

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 import statistics
+import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -56,3 +61,37 @@ def alternate(
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """A finished child process: wall seconds, its resource usage and what it printed."""
+
+    seconds: float
+    usage: resource.struct_rusage
+    stdout: str
+
+
+def run_child(
+    argv: list[str], out: Path, err: Path, *, timeout: float, ok: Iterable[int] = (0,), cwd: Path
+) -> ChildRun:
+    """Run a command to its end (killed after ``timeout``), stdout and stderr to files.
+
+    The usage comes from ``wait4`` on the child alone: CPU seconds and peak RSS as
+    ``/usr/bin/time -v`` reports them.
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=cwd)
+        watchdog = threading.Timer(timeout, proc.kill)
+        watchdog.start()
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            watchdog.cancel()
+        seconds = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        raise RuntimeError(f"{argv[0]} {argv[1:3]} exited with {code}; see {err}")
+    return ChildRun(seconds, usage, out.read_text())

@@ -27,7 +27,6 @@ import random
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -40,7 +39,7 @@ import aiohttp
 from warcio.archiveiterator import ArchiveIterator
 from yarl import URL
 
-from bench.harness import Report, median
+from bench.harness import Report, median, run_child
 from harvester.settings import HarvestSettings
 from harvester.state import HarvestState
 from server_module.index import FileIndex
@@ -149,23 +148,9 @@ class Child:
 
 def measured(argv: list[str], name: str, ok: Iterable[int] = (0,)) -> Child:
     """Run a command to its end (killed after TIMEOUT); stdout and stderr to ``logs/name.*``."""
-    logs = OUT / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    out, err = logs / f"{name}.out", logs / f"{name}.err"
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=REPO)
-        watchdog = threading.Timer(TIMEOUT, proc.kill)
-        watchdog.start()
-        try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            watchdog.cancel()
-        seconds = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in ok:
-        raise RuntimeError(f"{argv[0]} {argv[1:3]} exited with {proc.returncode}; see {err}")
-    return Child(seconds, usage.ru_maxrss * 1024 / 1e6, out.read_text())
+    out, err = OUT / "logs" / f"{name}.out", OUT / "logs" / f"{name}.err"
+    run = run_child(argv, out, err, timeout=TIMEOUT, ok=ok, cwd=REPO)
+    return Child(run.seconds, run.usage.ru_maxrss * 1024 / 1e6, run.stdout)
 
 
 @dataclass(frozen=True)
