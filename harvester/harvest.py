@@ -219,11 +219,7 @@ class Harvest:
 
     def _index(self) -> None:
         """Add the WARC files the index does not cover yet (this run's, or a crashed run's)."""
-        cdx = CdxIndex(self.settings.cdx_path)
-        done = cdx.indexed_files()
-        cdx.add_warcs(
-            [p for p in sorted(self.settings.warc_dir.glob("*.warc.gz")) if p.name not in done]
-        )
+        CdxIndex(self.settings.cdx_path).add_warcs(sorted(self.settings.warc_dir.glob("*.warc.gz")))
 
     def _count(self) -> None:
         counts = self.state.counts(self.settings.site_url)

@@ -289,6 +289,86 @@ def test_adding_merges_into_sorted_order(collection: Path, index: CdxIndex) -> N
     assert index.indexed_files() == {first.name, second.name}
 
 
+def many_captures(folder: Path, name: str, count: int, first_id: int) -> Path:
+    warc = Warc(folder / name, first_id)
+    for number in range(count):
+        url = f"http://example.com/page/{first_id + number}"
+        warc.response(url, b"<html>x</html>", "text/html", "2024-05-01T12:00:01Z")
+    return warc.close()
+
+
+def test_a_small_addition_gets_its_own_file_and_leaves_the_main_one(
+    collection: Path, index: CdxIndex
+) -> None:
+    archive = collection / "archive"
+    big = many_captures(archive, "harvest-20240501000000-00000-1.warc.gz", 40, 1000)
+    index.add_warcs([big])
+    main = index.path.read_bytes()
+    small = second_warc(archive)
+    assert index.add_warcs([small]) == 2
+    assert index.path.read_bytes() == main  # an incremental run does not rewrite the index
+    delta = index.path.with_name(f"{small.name}.cdxj")
+    assert [line.split(" ", 1)[0] for line in delta.read_text().splitlines()] == [
+        "com,example)/new",
+        "com,example)/page?a=1&b=2",
+    ]
+    assert index.indexed_files() == {big.name, small.name}
+    assert index.add_warcs([big, small]) == 0
+    assert [c["url"] for c in index.lookup("http://example.com/new")] == [
+        "https://www.example.com/new"
+    ]
+    assert index.lookup("http://example.com/page/1007")[0]["filename"] == big.name
+
+
+def test_small_indexes_are_merged_once_they_add_up(collection: Path, index: CdxIndex) -> None:
+    archive = collection / "archive"
+    warcs = [
+        many_captures(archive, f"harvest-2024050100000{n}-0000{n}-1.warc.gz", 10, 100 * n)
+        for n in range(1, 4)
+    ]
+    index.add_warcs(warcs[:1])
+    index.add_warcs(warcs[1:2])  # 10 lines beside 10: a quarter or more, so merged at once
+    assert not list(index.path.parent.glob("*.warc.gz.cdxj"))
+    index.add_warcs(warcs[2:])
+    assert index.indexed_files() == {w.name for w in warcs}
+    fresh = CdxIndex(collection / "fresh" / "index.cdxj")
+    assert fresh.rebuild(archive) == 30
+    assert index.path.read_bytes() == fresh.path.read_bytes()
+
+
+def test_an_interrupted_merge_loses_nothing_and_repeats_nothing(
+    collection: Path, index: CdxIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = collection / "archive"
+    big = many_captures(archive, "harvest-20240501000000-00000-1.warc.gz", 40, 1000)
+    index.add_warcs([big])
+    small = second_warc(archive)
+    index.add_warcs([small])
+    # A merge killed after renaming the new main file, before removing the small ones.
+    merged = sorted(index.path.read_text().splitlines(keepends=True) + read_delta(index, small))
+    index.path.write_text("".join(merged), encoding="utf-8")
+    lines = [(c["urlkey"], c["timestamp"]) for c in index.lookup("http://example.com/new")]
+    assert lines == [("com,example)/new", "20240502120001")]
+    monkeypatch.setattr(cdx, "MAX_DELTAS", 0)
+    index.add_warcs([first_warc(archive)])  # the next merge drops the repeats
+    assert not list(index.path.parent.glob("*.warc.gz.cdxj"))
+    assert len(read_lines(index)) == 40 + 2 + 3 == len(set(read_lines(index)))
+
+
+def read_delta(index: CdxIndex, warc: Path) -> list[str]:
+    return index.path.with_name(f"{warc.name}.cdxj").read_text().splitlines(keepends=True)
+
+
+def test_an_index_from_before_the_manifest_is_taken_over(collection: Path, index: CdxIndex) -> None:
+    archive = collection / "archive"
+    first = first_warc(archive)
+    index.add_warcs([first])
+    index.path.with_name(".index.cdxj.warcs").unlink()
+    assert index.indexed_files() == {first.name}
+    assert index.add_warcs([first]) == 0
+    assert index.path.with_name(".index.cdxj.warcs").read_text() == f"{first.name}\n"
+
+
 def test_rebuild_equals_incremental_adds_and_skips_open_files(
     collection: Path, index: CdxIndex
 ) -> None:
@@ -409,7 +489,8 @@ def test_a_writer_killed_before_the_rename_leaves_the_old_index(
     assert result.returncode == -9
     assert index.path.read_bytes() == before
     (leftover,) = index.path.parent.glob(".index.cdxj.*.tmp")
-    assert len(leftover.read_bytes()) > len(before)  # the complete new index, never renamed
+    left = leftover.read_text(encoding="utf-8").splitlines()  # the new file, never renamed
+    assert len(left) == 2 and all(second.name in line for line in left)
     assert index.add_warcs([second]) == 2  # the next writer cleans up and finishes the job
     assert not list(index.path.parent.glob("*.tmp"))
     assert len(read_lines(index)) == 5

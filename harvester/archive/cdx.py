@@ -17,9 +17,20 @@ raise ArchiveError, and the index is left as it was. Gzip CRCs are not checked (
 #138), so a file cut inside the trailer of its last member passes; for a full check use
 ``harvester.archive.warc.verify_warc``.
 
-Every change writes a new file beside the index, fsyncs it and renames it over the index, so
-a reader or a SIGKILL sees the old index or the new one, never a mix. Writers in different
-processes are serialised by an advisory ``flock`` on a lock file beside the index.
+The index is a main file plus one small file per WARC added since the main file was last
+rewritten, ``<warc name>.cdxj`` beside it; pywb reads every ``*.cdxj`` of a collection's
+``indexes/`` folder, so replay sees them all. Adding a WARC writes its own file, so an
+incremental run costs what it adds, not the size of the collection. When the small files add
+up to a quarter of the main file, or there are more than ``MAX_DELTAS`` of them, they are
+merged into the main file and removed: each line is rewritten a bounded number of times. A
+hidden manifest beside the main file names the WARC files it covers, so learning what is
+indexed never reads the index.
+
+Every file is written beside its final name, fsynced and renamed, so a reader or a SIGKILL
+sees the old file or the new one, never a mix. A merge renames the manifest, then the main
+file, then removes the small files: a kill in between leaves some lines in two files, never
+in none, and the next merge (and :meth:`CdxIndex.lookup`) drops the duplicates. Writers in
+different processes are serialised by an advisory ``flock`` on a lock file beside the index.
 """
 
 from __future__ import annotations
@@ -50,6 +61,7 @@ log = logging.getLogger(__name__)
 
 CAPTURE_TYPES = frozenset({"response", "resource", "revisit"})
 WARC_SUFFIXES = (".warc.gz", ".warc")
+MAX_DELTAS = 32  # small per-WARC indexes kept beside the main file before a merge
 _MANDATORY = ("WARC-Record-ID", "Content-Length", "WARC-Date", "WARC-Type")  # WARC 1.1, 5.1
 # What warcio and cdxj-indexer raise on a damaged file, found by fuzzing: a header block cut
 # short or garbled gives None where they expect a string (AttributeError, TypeError).
@@ -65,37 +77,48 @@ _READ_ERRORS = (
 
 
 class CdxIndex:
-    """The sorted CDXJ file at ``path``; see the module docstring.
+    """The CDXJ index whose main file is ``path``; see the module docstring.
 
-    Each call reads the file afresh and holds no handle between calls, so there is nothing
+    Each call reads the files afresh and holds no handle between calls, so there is nothing
     to open or close.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._lock_path = self.path.with_name(f".{self.path.name}.lock")
+        self._manifest = self.path.with_name(f".{self.path.name}.warcs")
 
     def add_warcs(self, warc_paths: Sequence[Path]) -> int:
-        """Index closed WARC files not indexed yet and merge them in; return the lines added.
+        """Index closed WARC files not indexed yet; return the lines added.
 
-        A file counts as indexed when a line names it (by base name, as the ``filename``
-        field does). On ArchiveError the index is left as it was.
+        Each new file gets its own small index, merged into the main file when the small
+        ones have grown large enough. On ArchiveError the index is left as it was.
         """
         with self._locked():
-            todo = _unindexed([Path(p) for p in warc_paths], self.indexed_files())
-            if not todo:
-                return 0
-            with _indexed(todo) as new:
-                added = _count_lines(new)
-                self._replace(heapq.merge(self._lines(), new))
-        log.info("indexed %d lines from %d WARC files into %s", added, len(todo), self.path)
+            covered = self._covered()
+            if covered is None and self.path.exists():  # an index from before the manifest
+                covered = self._scan_filenames()
+                self._write(self._manifest, (f"{name}\n" for name in sorted(covered)))
+            indexed = (covered or set()) | {d.name.removesuffix(".cdxj") for d in self._deltas()}
+            todo = _unindexed([Path(p) for p in warc_paths], indexed)
+            added = 0
+            with contextlib.ExitStack() as stack:  # read them all before writing any
+                lines = [stack.enter_context(_indexed([warc])) for warc in todo]
+                for warc, new in zip(todo, lines, strict=True):
+                    added += self._write(self._delta(warc.name), new)
+            if todo and self._due():
+                self._merge(covered or set())
+        if todo:
+            log.info("indexed %d lines from %d WARC files into %s", added, len(todo), self.path)
         return added
 
     def rebuild(self, warc_dir: Path) -> int:
         """Replace the index by one of every ``*.warc.gz`` in ``warc_dir``; return its lines."""
         paths = sorted(Path(warc_dir).glob("*.warc.gz"))
         with self._locked(), _indexed(paths) as new:
-            count = self._replace(new)
+            self._write(self._manifest, (f"{p.name}\n" for p in paths))
+            count = self._write(self.path, new)
+            self._drop(self._deltas())
         log.info("rebuilt %s from %d WARC files: %d lines", self.path, len(paths), count)
         return count
 
@@ -109,24 +132,65 @@ class CdxIndex:
         return [fields for fields in map(_parse_line, self._lines()) if fields["urlkey"] == key]
 
     def indexed_files(self) -> set[str]:
-        """The WARC file names the index has lines for."""
-        names = (_parse_line(line).get("filename") for line in self._lines())
+        """The WARC file names the index covers."""
+        covered = self._covered()
+        if covered is None:
+            covered = self._scan_filenames()
+        return covered | {d.name.removesuffix(".cdxj") for d in self._deltas()}
+
+    # -- the files -------------------------------------------------------------------
+
+    def _delta(self, warc_name: str) -> Path:
+        return self.path.with_name(f"{warc_name}.cdxj")
+
+    def _deltas(self) -> list[Path]:
+        return sorted(
+            p for suffix in WARC_SUFFIXES for p in self.path.parent.glob(f"*{suffix}.cdxj")
+        )
+
+    def _covered(self) -> set[str] | None:
+        """The WARC names the manifest says the main file covers; None without a manifest."""
+        try:
+            return set(self._manifest.read_text(encoding="utf-8").split())
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ArchiveError(f"cannot read {self._manifest}: {exc}") from exc
+
+    def _scan_filenames(self) -> set[str]:
+        names = (_parse_line(line).get("filename") for line in _read_lines(self.path))
         return {name for name in names if name}
 
-    def _lines(self) -> Iterator[str]:
-        """The index's lines, each ending in a newline; none if there is no index yet."""
-        try:
-            with open(self.path, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        yield line if line.endswith("\n") else line + "\n"
-        except FileNotFoundError:
-            return
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ArchiveError(f"cannot read {self.path}: {exc}") from exc
+    def _due(self) -> bool:
+        """Whether the small indexes should be merged into the main file now."""
+        deltas = self._deltas()
+        if not self.path.exists() or len(deltas) > MAX_DELTAS:
+            return True
+        return sum(d.stat().st_size for d in deltas) * 4 >= self.path.stat().st_size
 
-    def _replace(self, lines: Iterable[str]) -> int:
-        """Write ``lines`` to a new file beside the index and rename it over the index."""
+    def _merge(self, covered: set[str]) -> None:
+        """Fold every small index into the main file, in the order the docstring gives."""
+        deltas = self._deltas()
+        names = covered | {d.name.removesuffix(".cdxj") for d in deltas}
+        self._write(self._manifest, (f"{name}\n" for name in sorted(names)))
+        self._write(self.path, _unique(heapq.merge(*map(_read_lines, [self.path, *deltas]))))
+        self._drop(deltas)
+
+    def _drop(self, paths: Iterable[Path]) -> None:
+        try:
+            for path in paths:
+                path.unlink(missing_ok=True)
+            _fsync_dir(self.path.parent)
+        except OSError as exc:
+            raise ArchiveError(f"cannot remove merged indexes: {exc}") from exc
+
+    def _lines(self) -> Iterator[str]:
+        """Every line of the index, sorted, each once."""
+        files = [self.path, *self._deltas()]
+        return _unique(heapq.merge(*map(_read_lines, files)))
+
+    def _write(self, path: Path, lines: Iterable[str]) -> int:
+        """Write ``lines`` to a new file beside ``path`` and rename it over ``path``."""
         fd, tmp = tempfile.mkstemp(
             dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
         )
@@ -138,11 +202,11 @@ class CdxIndex:
                     count += 1
                 out.flush()
                 os.fsync(out.fileno())
-            os.replace(tmp, self.path)
+            os.replace(tmp, path)
             replaced = True
             _fsync_dir(self.path.parent)
         except OSError as exc:
-            raise ArchiveError(f"cannot write {self.path}: {exc}") from exc
+            raise ArchiveError(f"cannot write {path}: {exc}") from exc
         finally:
             if not replaced:
                 Path(tmp).unlink(missing_ok=True)
@@ -254,10 +318,26 @@ def _parse_line(line: str) -> dict[str, str]:
         raise ArchiveError(f"malformed CDXJ line {line[:200]!r}; rebuild the index") from exc
 
 
-def _count_lines(fh: TextIO) -> int:
-    count = sum(1 for _ in fh)
-    fh.seek(0)
-    return count
+def _read_lines(path: Path) -> Iterator[str]:
+    """The lines of a CDXJ file, each ending in a newline; none if there is no file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    yield line if line.endswith("\n") else line + "\n"
+    except FileNotFoundError:
+        return
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArchiveError(f"cannot read {path}: {exc}") from exc
+
+
+def _unique(lines: Iterable[str]) -> Iterator[str]:
+    """Sorted ``lines`` without repeats (a line left in two files by an interrupted merge)."""
+    last = None
+    for line in lines:
+        if line != last:
+            yield line
+        last = line
 
 
 def _fsync_dir(directory: Path) -> None:
