@@ -19,7 +19,7 @@ from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
 from harvester.discovery import discover
-from harvester.exceptions import FetchError
+from harvester.exceptions import ArchiveError, FetchError
 from harvester.fetch import Fetcher, FetchResult, FetchSettings
 from harvester.listing import Lister
 from harvester.oai import EndpointInfo, parse_oai_datestamp
@@ -46,6 +46,7 @@ class Harvest:
             max_size=settings.warc_max_size,
             warcinfo=self._warcinfo(),
             durable=settings.durable,
+            on_finish=self._index_lines,
         )
         self.pacer = Pacer(settings.delay)
         self._list_started: float | None = None
@@ -220,6 +221,13 @@ class Harvest:
     def _index(self) -> None:
         """Add the WARC files the index does not cover yet (this run's, or a crashed run's)."""
         CdxIndex(self.settings.cdx_path).add_warcs(sorted(self.settings.warc_dir.glob("*.warc.gz")))
+
+    def _index_lines(self, warc_name: str, lines: list[str]) -> None:
+        """Index a WARC file the writer finished, from the lines it made while writing."""
+        try:
+            CdxIndex(self.settings.cdx_path).add_lines(warc_name, lines)
+        except ArchiveError as exc:  # _index reads the file back at the end of the run
+            log.warning("cannot index %s yet: %s", warc_name, exc)
 
     def _count(self) -> None:
         counts = self.state.counts(self.settings.site_url)

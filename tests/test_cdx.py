@@ -21,6 +21,7 @@ from warcio.warcwriter import WARCWriter
 
 from harvester.archive import cdx
 from harvester.archive.cdx import CdxIndex
+from harvester.archive.warc import RotatingWARCWriter
 from harvester.exceptions import ArchiveError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -502,3 +503,58 @@ def test_unreadable_index_lines_raise(index: CdxIndex) -> None:
     with pytest.raises(ArchiveError, match="rebuild"):
         index.indexed_files()
     assert os.path.getsize(index.path) == len("not a cdxj line\n")
+
+
+# -- lines made while writing ----------------------------------------------------------
+
+
+def test_the_writers_lines_are_those_read_back(collection: Path, index: CdxIndex) -> None:
+    """Every kind of record the harvester writes, indexed as written and as read back."""
+    finished: dict[str, list[str]] = {}
+    warcs = collection / "warcs"
+    with RotatingWARCWriter(warcs, on_finish=finished.__setitem__) as writer:
+        page = StatusAndHeaders(
+            "200 OK", [("Content-Type", "text/html ; charset=UTF-8")], protocol="HTTP/1.1"
+        )
+        gone = StatusAndHeaders("404 Not Found", [], protocol="HTTP/1.1")
+        response = writer.response_record(PAGE, page, b"<html>page</html>", truncated="length")
+        request = writer.request_record(
+            PAGE, StatusAndHeaders("GET / HTTP/1.1", [], is_http_request=True)
+        )
+        revisit = writer.revisit_record(
+            PAGE,
+            page,
+            refers_to_uri=PAGE,
+            refers_to_date="2024-05-01T12:00:01Z",
+            payload_digest="sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        )
+        bare_revisit = writer.revisit_record(
+            IMAGE,
+            None,
+            refers_to_uri=IMAGE,
+            refers_to_date="2024-05-01T12:00:01Z",
+            payload_digest="sha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+            profile="server-not-modified",
+        )
+        writer.write_group([response, request, revisit, bare_revisit])
+        writer.write_group(
+            [
+                writer.response_record("http://example.com/gone", gone, b""),
+                writer.resource_record(OAI, "text/xml", b"<OAI-PMH/>"),
+                writer.resource_record("http://example.com/raw", "", b"bytes"),
+                writer.metadata_record(
+                    b"<didl/>", refers_to=response.rec_headers["WARC-Record-ID"]
+                ),
+                writer.metadata_record(b"<didl/>", target_uri=PAGE),
+                writer.metadata_record(
+                    b"outlink: x\r\n", content_type="application/warc-fields", target_uri=PAGE
+                ),
+            ]
+        )
+    ((name, lines),) = finished.items()
+    assert len(lines) == 6
+    assert index.add_lines(name, lines) == 6
+    fresh = CdxIndex(collection / "fresh" / "index.cdxj")
+    assert fresh.rebuild(warcs) == 6
+    assert read_lines(index) == read_lines(fresh)
+    assert index.add_warcs([warcs / name]) == 0  # indexed already: not read back

@@ -6,10 +6,13 @@ One line per capture, sorted, in the format pywb reads (the OpenWayback CDXJ for
         "status": "200", "digest": "sha1:...", "length": "912", "offset": "3410",
         "filename": "harvest-....warc.gz"}
 
-Lines are made by cdxj-indexer (on warcio), limited to captures: ``response``, ``resource``
+Lines are those cdxj-indexer (on warcio) writes, limited to captures: ``response``, ``resource``
 and ``revisit`` records (the latter with mime ``warc/revisit``) that have a WARC-Target-URI
 and are not ``application/warc-fields``. Metadata records (our DIDLs among them) are never
-indexed, with or without a target URI: pywb would replay one as a capture of its URL.
+indexed, with or without a target URI: pywb would replay one as a capture of its URL. The
+WARC writer makes each capture's line as it writes the record (:func:`capture_line`) and hands
+a finished file's lines to :meth:`CdxIndex.add_lines`; files it did not finish, such as those
+repaired after a crash, are read back with cdxj-indexer by :meth:`CdxIndex.add_warcs`.
 
 Files are read as WARC only, and more strictly than warcio does: a record missing a mandatory
 field, a block shorter than its Content-Length and bytes after the last complete record all
@@ -41,26 +44,30 @@ import heapq
 import json
 import logging
 import os
+import re
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
+import surt
 from cdxj_indexer.main import CDXJIndexer
 from warcio.archiveiterator import WARCIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParserException
+from warcio.timeutils import iso_date_to_timestamp
 
 from harvester.exceptions import ArchiveError
 
-__all__ = ["CAPTURE_TYPES", "CdxIndex"]
+__all__ = ["CAPTURE_TYPES", "CdxIndex", "capture_line"]
 
 log = logging.getLogger(__name__)
 
 CAPTURE_TYPES = frozenset({"response", "resource", "revisit"})
 WARC_SUFFIXES = (".warc.gz", ".warc")
+_MIME_END = re.compile(r"[;\s]")
 MAX_DELTAS = 32  # small per-WARC indexes kept beside the main file before a merge
 _MANDATORY = ("WARC-Record-ID", "Content-Length", "WARC-Date", "WARC-Type")  # WARC 1.1, 5.1
 # What warcio and cdxj-indexer raise on a damaged file, found by fuzzing: a header block cut
@@ -110,6 +117,17 @@ class CdxIndex:
                 self._merge(covered or set())
         if todo:
             log.info("indexed %d lines from %d WARC files into %s", added, len(todo), self.path)
+        return added
+
+    def add_lines(self, warc_name: str, lines: Sequence[str]) -> int:
+        """Index the WARC file ``warc_name`` from its capture lines, made as it was written;
+        return the lines added (none if the file is indexed already)."""
+        with self._locked():
+            if warc_name in self.indexed_files():
+                return 0
+            added = self._write(self._delta(warc_name), sorted(lines))
+            if self._due():
+                self._merge(self._covered() or set())
         return added
 
     def rebuild(self, warc_dir: Path) -> int:
@@ -270,9 +288,50 @@ def _is_capture(record: ArcWarcRecord) -> bool:
     )
 
 
+def capture_line(record: ArcWarcRecord, filename: str, offset: int, length: int) -> str | None:
+    """The CDXJ line cdxj-indexer writes for ``record``, written at ``offset`` of the file
+    ``filename`` as a gzip member of ``length`` bytes; None if it is not a capture."""
+    if not _is_capture(record):
+        return None
+    headers = record.rec_headers
+    url: str = headers.get_header("WARC-Target-URI")
+    fields = {
+        "url": url,
+        "mime": _mime(record),
+        "status": _status(record),
+        "digest": headers.get_header("WARC-Payload-Digest"),
+        "length": str(length),
+        "offset": str(offset),
+        "filename": filename,
+    }
+    block = json.dumps({name: value for name, value in fields.items() if value is not None})
+    return f"{_url_key(url)} {iso_date_to_timestamp(headers.get_header('WARC-Date'))} {block}\n"
+
+
+def _mime(record: ArcWarcRecord) -> str | None:
+    """As cdxj-indexer: the media type without parameters, ``warc/revisit`` for revisits."""
+    if record.rec_type == "revisit":
+        return "warc/revisit"
+    if record.rec_type == "response":
+        value = record.http_headers.get_header("Content-Type") if record.http_headers else None
+    else:
+        value = record.rec_headers.get_header("Content-Type")
+    return _MIME_END.split(value, maxsplit=1)[0].strip() if value else value
+
+
+def _status(record: ArcWarcRecord) -> str | None:
+    if record.rec_type in ("response", "revisit") and record.http_headers:
+        status: str = record.http_headers.get_statuscode()
+        return status
+    return None
+
+
 def _url_key(url: str) -> str:
-    """The SURT key cdxj-indexer gives ``url``."""
-    key: str = _CaptureIndexer(None, []).get_url_key(url)
+    """The SURT key cdxj-indexer gives ``url`` (the URL itself if it has none)."""
+    try:
+        key: str = surt.surt(url)
+    except Exception:  # cdxj-indexer falls back on any failure, and so do we
+        return url
     return key
 
 

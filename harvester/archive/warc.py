@@ -13,6 +13,10 @@ it is finished. The writer holds an advisory ``flock`` on its ``.open`` file. Af
 :func:`repair_open_files` cuts each unlocked ``.open`` file back to its last complete
 record and renames it; it and :func:`verify_warc` live in :mod:`harvester.archive.repair`.
 
+As it writes, the writer makes the CDXJ line of every capture record
+(:func:`harvester.archive.cdx.capture_line`) and hands a finished file's lines to its
+``on_finish`` callback, so the index never has to read the file back.
+
 The writer is not thread-safe: call it from one thread.
 """
 
@@ -26,7 +30,7 @@ import socket
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
@@ -38,6 +42,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from harvester.archive.cdx import capture_line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.archive.repair import repair_open_files, verify_warc
 from harvester.clock import utcnow
@@ -88,6 +93,7 @@ class _OpenFile:
     fh: BinaryIO
     writer: WARCWriter
     groups: int = 0
+    captures: list[str] = field(default_factory=list)  # CDXJ lines of its capture records
 
     @property
     def name(self) -> str:
@@ -107,6 +113,7 @@ class RotatingWARCWriter:
         clock: Callable[[], datetime] | None = None,
         make_id: Callable[[], str] | None = None,
         durable: bool = False,
+        on_finish: Callable[[str, list[str]], None] | None = None,
     ) -> None:
         if max_size <= 0:
             raise ValueError(f"max_size must be positive, not {max_size}")
@@ -117,6 +124,7 @@ class RotatingWARCWriter:
         self._clock = clock or utcnow
         self._make_id = make_id or _new_record_id
         self.durable = durable
+        self._on_finish = on_finish
         self._builder = RecordBuilder(warc_version=WARC_VERSION)
         self._serial = 0
         self._is_open = False
@@ -170,7 +178,7 @@ class RotatingWARCWriter:
         if not records:
             return []
         current = self._file_for_group()
-        start = current.fh.tell()
+        start, lines = current.fh.tell(), len(current.captures)
         try:
             locations = [self._write_record(current, record) for record in records]
             if then is not None:
@@ -179,10 +187,10 @@ class RotatingWARCWriter:
             if self.durable:
                 os.fsync(current.fh.fileno())
         except OSError as exc:
-            self._roll_back(current, start)
+            self._roll_back(current, start, lines)
             raise ArchiveError(f"cannot write to {current.path}: {exc}") from exc
         except BaseException:
-            self._roll_back(current, start)
+            self._roll_back(current, start, lines)
             raise
         current.groups += 1
         return locations
@@ -361,16 +369,21 @@ class RotatingWARCWriter:
     def _write_record(self, current: _OpenFile, record: ArcWarcRecord) -> RecordLocation:
         offset = current.fh.tell()
         current.writer.write_record(record)
+        length = current.fh.tell() - offset
+        line = capture_line(record, current.name, offset, length)
+        if line is not None:
+            current.captures.append(line)
         return RecordLocation(
             record_id=record.rec_headers.get_header("WARC-Record-ID"),
             filename=current.name,
             offset=offset,
-            length=current.fh.tell() - offset,
+            length=length,
             warc_date=record.rec_headers.get_header("WARC-Date"),
         )
 
-    def _roll_back(self, current: _OpenFile, start: int) -> None:
+    def _roll_back(self, current: _OpenFile, start: int, lines: int) -> None:
         """Cut a half-written group off, so that groups are never split."""
+        del current.captures[lines:]
         try:
             current.fh.seek(start)
             current.fh.truncate()
@@ -394,6 +407,8 @@ class RotatingWARCWriter:
         finally:
             current.fh.close()
         log.info("finished %s", final)
+        if self._on_finish is not None:
+            self._on_finish(final.name, current.captures)
 
 
 # -- small helpers ----------------------------------------------------------------------
