@@ -46,22 +46,16 @@ import logging
 import os
 import re
 import tempfile
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO, TextIO
 
 import surt
-from cdxj_indexer.main import CDXJIndexer
-from warcio.archiveiterator import WARCIterator
-from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeadersParserException
 from warcio.timeutils import iso_date_to_timestamp
 
 from harvester.exceptions import ArchiveError
 
-__all__ = ["CAPTURE_TYPES", "CdxIndex", "capture_line"]
+__all__ = ["CAPTURE_TYPES", "CdxIndex", "capture_line", "is_capture"]
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +63,6 @@ CAPTURE_TYPES = frozenset({"response", "resource", "revisit"})
 WARC_SUFFIXES = (".warc.gz", ".warc")
 _MIME_END = re.compile(r"[;\s]")
 MAX_DELTAS = 32  # small per-WARC indexes kept beside the main file before a merge
-_MANDATORY = ("WARC-Record-ID", "Content-Length", "WARC-Date", "WARC-Type")  # WARC 1.1, 5.1
-# What warcio and cdxj-indexer raise on a damaged file, found by fuzzing: a header block cut
-# short or garbled gives None where they expect a string (AttributeError, TypeError).
-_READ_ERRORS = (
-    ArchiveLoadFailed,
-    StatusAndHeadersParserException,
-    AttributeError,
-    EOFError,
-    TypeError,
-    ValueError,
-    zlib.error,
-)
 
 
 class CdxIndex:
@@ -110,7 +92,7 @@ class CdxIndex:
             todo = _unindexed([Path(p) for p in warc_paths], indexed)
             added = 0
             with contextlib.ExitStack() as stack:  # read them all before writing any
-                lines = [stack.enter_context(_indexed([warc])) for warc in todo]
+                lines = [stack.enter_context(indexed_lines([warc])) for warc in todo]
                 for warc, new in zip(todo, lines, strict=True):
                     added += self._write(self._delta(warc.name), new)
             if todo and self._due():
@@ -133,7 +115,7 @@ class CdxIndex:
     def rebuild(self, warc_dir: Path) -> int:
         """Replace the index by one of every ``*.warc.gz`` in ``warc_dir``; return its lines."""
         paths = sorted(Path(warc_dir).glob("*.warc.gz"))
-        with self._locked(), _indexed(paths) as new:
+        with self._locked(), indexed_lines(paths) as new:
             self._write(self._manifest, (f"{p.name}\n" for p in paths))
             count = self._write(self.path, new)
             self._drop(self._deltas())
@@ -246,40 +228,7 @@ class CdxIndex:
             yield
 
 
-class _CaptureIndexer(CDXJIndexer):
-    """cdxj-indexer limited to captures, reading WARC records only."""
-
-    def _create_record_iter(self, input_: BinaryIO) -> WARCIterator:
-        # cdxj-indexer's iterator also takes ARC records, and so reads garbage as ARC.
-        return _CheckedIterator(input_, no_record_parse=False, verify_http=self.verify_http)
-
-    def filter_record(self, record: ArcWarcRecord) -> bool:
-        return _is_capture(record)
-
-
-class _CheckedIterator(WARCIterator):
-    """warcio's WARC reader, refusing a file cut short, which warcio reads without a word."""
-
-    def _iterate_records(self) -> Iterator[ArcWarcRecord]:
-        yield from super()._iterate_records()
-        size = self.fh.seek(0, os.SEEK_END)
-        if self.offset != size:  # warcio stops quietly at a record it cannot read in full
-            raise ArchiveLoadFailed(f"cut short: no complete record after offset {self.offset}")
-
-    def read_to_end(self, record: ArcWarcRecord | None = None) -> None:
-        super().read_to_end(record)
-        if self.record is None:
-            return
-        offset = self.member_info[0]
-        headers = self.record.rec_headers
-        missing = [name for name in _MANDATORY if not headers.get_header(name)]
-        if missing or not headers.get_header("Content-Length").isdigit():
-            raise ArchiveLoadFailed(f"record at offset {offset} has a cut or invalid header")
-        if getattr(self.record.raw_stream, "limit", 0) > 0:  # unread bytes of Content-Length
-            raise ArchiveLoadFailed(f"record at offset {offset} is cut short")
-
-
-def _is_capture(record: ArcWarcRecord) -> bool:
+def is_capture(record: ArcWarcRecord) -> bool:
     headers = record.rec_headers
     return (
         record.rec_type in CAPTURE_TYPES
@@ -291,7 +240,7 @@ def _is_capture(record: ArcWarcRecord) -> bool:
 def capture_line(record: ArcWarcRecord, filename: str, offset: int, length: int) -> str | None:
     """The CDXJ line cdxj-indexer writes for ``record``, written at ``offset`` of the file
     ``filename`` as a gzip member of ``length`` bytes; None if it is not a capture."""
-    if not _is_capture(record):
+    if not is_capture(record):
         return None
     headers = record.rec_headers
     url: str = headers.get_header("WARC-Target-URI")
@@ -336,24 +285,12 @@ def _url_key(url: str) -> str:
 
 
 @contextlib.contextmanager
-def _indexed(paths: Sequence[Path]) -> Iterator[TextIO]:
-    """A temporary file with the sorted, de-duplicated CDXJ lines of ``paths``.
+def indexed_lines(paths: Sequence[Path]) -> Iterator[Iterable[str]]:
+    """The sorted CDXJ lines of WARC files read back (cdxj-indexer, imported only then)."""
+    from harvester.archive.cdxreader import read_back
 
-    cdxj-indexer sorts in memory up to 32 MiB of lines and merges runs from disk beyond.
-    """
-    for path in paths:
-        if not path.name.endswith(WARC_SUFFIXES):
-            raise ArchiveError(f"{path}: not a closed .warc.gz or .warc file")
-    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as sink:
-        indexer = _CaptureIndexer(sink, [str(path) for path in paths], sort=True)
-        try:
-            indexer.process_all()
-        except _READ_ERRORS as exc:
-            raise ArchiveError(f"cannot index {indexer.curr_filename}: {exc}") from exc
-        except OSError as exc:
-            raise ArchiveError(f"cannot read {indexer.curr_filename}: {exc}") from exc
-        sink.seek(0)
-        yield sink
+    with read_back(paths) as lines:
+        yield lines
 
 
 def _unindexed(paths: Sequence[Path], indexed: set[str]) -> list[Path]:
