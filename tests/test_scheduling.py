@@ -167,6 +167,20 @@ def test_capability_with_a_configured_prior() -> None:
     assert item is not None and item.host == "slow"
 
 
+@pytest.mark.parametrize("policy", ["bfs", "performance", "quality", "capability"])
+def test_a_url_is_queued_from_add_until_handed_out(policy: str) -> None:
+    s = make_scheduler(policy, politeness=EAGER)
+    first, second = url("a", "1"), url("a", "2")
+    s.add(first)
+    s.add(second)
+    assert s.queued(first.url, "a") and s.queued(second.url, "a")
+    assert not s.queued(first.url, "b") and not s.queued("http://a/3", "a")
+    handed = s.next(0.0)
+    assert handed is not None
+    assert not s.queued(handed.url, "a")  # in flight: no longer waiting
+    assert s.queued(({first.url, second.url} - {handed.url}).pop(), "a")
+
+
 def test_unknown_scheduler_is_refused() -> None:
     with pytest.raises(ValueError, match=r"unknown scheduler 'fifo'.*capability"):
         make_scheduler("fifo", politeness=EAGER)

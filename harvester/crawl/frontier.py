@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from harvester.crawl.links import Link
 from harvester.crawl.policies import PolicySet
@@ -137,7 +138,13 @@ class Frontier:
         self.scheduler.add(QueuedURL(row.url, row.host, row.scores, row.depth, row.policy, row.seq))
 
     def _bump(self, url: str, gained: Mapping[str, float], policy: str) -> None:
-        """A later link adds to a queued URL's score; the most trusting policy wins."""
+        """A later link adds to a queued URL's score; the most trusting policy wins.
+
+        Most links name pages fetched or in flight already: those are left as they are, and
+        the state is not asked (the page in flight was handed out with its scores and policy).
+        """
+        if not self.scheduler.queued(url, urlsplit(url).hostname or ""):
+            return
         for row in self.state.queued_url(url):
             combined = self.policies.combine(row.policy, policy)
             scores = _add(row.scores, gained)

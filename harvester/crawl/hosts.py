@@ -136,6 +136,9 @@ class HostState:
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, url: object) -> bool:
+        return url in self._items
+
     # -- level 2: the host's own queue --
 
     def push(self, item: QueuedURL) -> bool:

@@ -88,6 +88,9 @@ class Scheduler(Protocol):
     def bump(self, url: str, host: str, scores: Mapping[str, float]) -> None:
         """Add ``scores`` to a queued URL's scores (a later link brought more); else ignore."""
 
+    def queued(self, url: str, host: str) -> bool:
+        """Whether ``url`` (of ``host``) waits in a queue: added, not yet handed out."""
+
     def __len__(self) -> int:
         """URLs queued."""
 
@@ -179,6 +182,10 @@ class _TwoLevel:
         state = self._hosts.get(host)
         if state is not None and state.add_scores(url, scores):
             self._refresh(state, False)
+
+    def queued(self, url: str, host: str) -> bool:
+        state = self._hosts.get(host)
+        return state is not None and url in state
 
     def __len__(self) -> int:
         return self._queued
