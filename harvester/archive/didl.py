@@ -28,12 +28,10 @@ import hashlib
 import logging
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
-
-from lxml import etree
 
 from harvester.archive.sniff import sniff_mime
 
@@ -66,8 +64,6 @@ DIDL_SCHEMA = (
 STRATEGIES = frozenset({"oai-get", "oai-didl", "crawl"})
 FALLBACK_MIME = "application/octet-stream"
 
-_NSMAP = {"didl": DIDL_NS, "dii": DII_NS, "http": HTTP_NS, "pres": PRES_NS, "xsi": XSI_NS}
-_DIDL, _DII, _HTTP, _PRES = (f"{{{ns}}}" for ns in (DIDL_NS, DII_NS, HTTP_NS, PRES_NS))
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -148,22 +144,33 @@ class CaptureDescription:
 
 # -- documents ---------------------------------------------------------------------------
 
+# The text is written directly, laid out and escaped as lxml's pretty-printing serialiser
+# lays out and escapes the same tree, byte for byte: building that tree cost far more.
+_HEAD = (
+    "<?xml version='1.0' encoding='UTF-8'?>\n"
+    f'<didl:DIDL xmlns:didl="{DIDL_NS}" xmlns:dii="{DII_NS}" xmlns:http="{HTTP_NS}"'
+    f' xmlns:pres="{PRES_NS}" xmlns:xsi="{XSI_NS}" DIDLDocumentId="{{}}"'
+    f' xsi:schemaLocation="{DIDL_NS} {DIDL_SCHEMA}">\n'
+    "  <didl:Item>\n"
+)
+_STATEMENT_START = '    <didl:Descriptor>\n      <didl:Statement mimeType="application/xml">\n'
+_STATEMENT_END = "      </didl:Statement>\n    </didl:Descriptor>\n"
+_TAIL = "  </didl:Item>\n</didl:DIDL>\n"
+
 
 def capture_didl(desc: CaptureDescription, *, document_id: str | None = None) -> bytes:
     """The DIDL record of one capture, as UTF-8 XML with a declaration."""
-    root, item = _new_document(document_id)
-    _identifier(_statement(item), desc.url)
-    _http_header(_statement(item), desc)
-    _digests(_statement(item), desc.sha1, desc.sha256)
-    _mime_type(_statement(item), desc.declared_mime, desc.sniffed_mime)
+    statements = [
+        _identifier(desc.url),
+        _http_header(desc),
+        _digests(desc.sha1, desc.sha256),
+        _mime_type(desc.declared_mime, desc.sniffed_mime),
+    ]
     if desc.oai is not None:
-        _oai_header(_statement(item), desc.oai)
-    _warc_record(_statement(item), desc.warc)
-    _provenance(_statement(item), desc.provenance)
-    component = _sub(item, _DIDL + "Component")
+        statements.append(_oai_header(desc.oai))
+    statements += [_warc_record(desc.warc), _provenance(desc.provenance)]
     mime = (desc.declared_mime or "").strip() or desc.sniffed_mime or FALLBACK_MIME
-    _sub(component, _DIDL + "Resource", attrs={"mimeType": mime, "ref": _uri(desc.warc.uri)})
-    return _serialize(root)
+    return _document(document_id, statements, _component(mime, desc.warc.uri))
 
 
 def deletion_didl(
@@ -179,15 +186,16 @@ def deletion_didl(
 
     ``previous``, the last capture's record, becomes the document's ``pres:warcRecord``.
     """
-    root, item = _new_document(document_id)
-    _identifier(_statement(item), url)
-    _deletion(_statement(item), observed, oai.datestamp if oai is not None else None)
+    statements = [
+        _identifier(url),
+        _deletion(observed, oai.datestamp if oai is not None else None),
+    ]
     if oai is not None:
-        _oai_header(_statement(item), oai)
+        statements.append(_oai_header(oai))
     if previous is not None:
-        _warc_record(_statement(item), previous)
-    _provenance(_statement(item), provenance)
-    return _serialize(root)
+        statements.append(_warc_record(previous))
+    statements.append(_provenance(provenance))
+    return _document(document_id, statements)
 
 
 def didl_filename(url: str, record_id: str) -> str:
@@ -199,106 +207,115 @@ def didl_filename(url: str, record_id: str) -> str:
     return f"{_sha1_hex(url)}-{_sha1_hex(record_id)[:16]}.xml"
 
 
-def _new_document(document_id: str | None) -> tuple[etree._Element, etree._Element]:
-    root = etree.Element(_DIDL + "DIDL", nsmap=_NSMAP)
-    root.set("DIDLDocumentId", _uri(document_id or f"urn:uuid:{uuid.uuid4()}"))
-    root.set(f"{{{XSI_NS}}}schemaLocation", f"{DIDL_NS} {DIDL_SCHEMA}")
-    return root, _sub(root, _DIDL + "Item")
+def _document(document_id: str | None, statements: list[str], component: str = "") -> bytes:
+    """The whole document: each statement in its ``Descriptor/Statement``, then the component."""
+    # A fresh urn:uuid is an xs:anyURI already, with nothing to escape.
+    doc_id = _attr(_uri(document_id)) if document_id else f"urn:uuid:{uuid.uuid4()}"
+    parts = [_HEAD.format(doc_id)]
+    for statement in statements:
+        parts += (_STATEMENT_START, statement, _STATEMENT_END)
+    parts += (component, _TAIL)
+    return "".join(parts).encode("utf-8")
 
 
-def _statement(item: etree._Element) -> etree._Element:
-    """A new ``Descriptor/Statement`` at the end of the item's descriptors."""
-    descriptor = _sub(item, _DIDL + "Descriptor")
-    return _sub(descriptor, _DIDL + "Statement", attrs={"mimeType": "application/xml"})
+def _component(mime: str, ref: str) -> str:
+    return (
+        "    <didl:Component>\n"
+        f'      <didl:Resource mimeType="{_attr(mime)}" ref="{_attr(_uri(ref))}"/>\n'
+        "    </didl:Component>\n"
+    )
 
 
-def _serialize(root: etree._Element) -> bytes:
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+# -- statements: each is its element's lines, indented to sit inside a Statement --------
 
 
-# -- statements --------------------------------------------------------------------------
+def _identifier(url: str) -> str:
+    return f"        <dii:Identifier>{_text(url)}</dii:Identifier>\n"
 
 
-def _identifier(parent: etree._Element, url: str) -> None:
-    _sub(parent, _DII + "Identifier", url)
+def _http_header(desc: CaptureDescription) -> str:
+    protocol = _optional("protocol", desc.protocol or None)
+    lines = [
+        f'        <http:header url="{_attr(_uri(desc.url))}">\n',
+        f'          <http:status code="{desc.status!s}"{protocol}>'
+        f"{_text(desc.reason)}</http:status>\n",
+    ]
+    lines += [
+        f'          <http:field name="{_attr(name)}">{_text(value)}</http:field>\n'
+        for name, value in desc.headers
+    ]
+    lines.append("        </http:header>\n")
+    return "".join(lines)
 
 
-def _http_header(parent: etree._Element, desc: CaptureDescription) -> None:
-    header = _sub(parent, _HTTP + "header", attrs={"url": _uri(desc.url)})
-    status = {"code": str(desc.status), "protocol": desc.protocol or None}
-    _sub(header, _HTTP + "status", desc.reason, status)
-    for name, value in desc.headers:
-        _sub(header, _HTTP + "field", value, {"name": name})
+def _digests(sha1: str, sha256: str) -> str:
+    return (
+        "        <pres:digests>\n"
+        f'          <pres:digest algorithm="sha1">{_text(sha1)}</pres:digest>\n'
+        f'          <pres:digest algorithm="sha256">{_text(sha256)}</pres:digest>\n'
+        "        </pres:digests>\n"
+    )
 
 
-def _digests(parent: etree._Element, sha1: str, sha256: str) -> None:
-    digests = _sub(parent, _PRES + "digests")
-    _sub(digests, _PRES + "digest", sha1, {"algorithm": "sha1"})
-    _sub(digests, _PRES + "digest", sha256, {"algorithm": "sha256"})
+def _mime_type(declared: str | None, sniffed: str | None) -> str:
+    attrs = _optional("declared", declared) + _optional("sniffed", sniffed)
+    return f"        <pres:mimeType{attrs}/>\n"
 
 
-def _mime_type(parent: etree._Element, declared: str | None, sniffed: str | None) -> None:
-    _sub(parent, _PRES + "mimeType", attrs={"declared": declared, "sniffed": sniffed})
+def _oai_header(oai: OaiHeaderInfo) -> str:
+    endpoint = _optional("endpoint", _uri(oai.endpoint) if oai.endpoint is not None else None)
+    deleted = ' deleted="true"' if oai.deleted else ""
+    lines = [
+        f"        <pres:oaiHeader{endpoint}{deleted}>\n",
+        f"          <pres:identifier>{_text(oai.identifier)}</pres:identifier>\n",
+        f"          <pres:datestamp>{_text(oai.datestamp)}</pres:datestamp>\n",
+    ]
+    lines += [f"          <pres:setSpec>{_text(spec)}</pres:setSpec>\n" for spec in oai.set_specs]
+    lines.append("        </pres:oaiHeader>\n")
+    return "".join(lines)
 
 
-def _oai_header(parent: etree._Element, oai: OaiHeaderInfo) -> None:
-    attrs = {
-        "endpoint": _uri(oai.endpoint) if oai.endpoint is not None else None,
-        "deleted": "true" if oai.deleted else None,
-    }
-    header = _sub(parent, _PRES + "oaiHeader", attrs=attrs)
-    _sub(header, _PRES + "identifier", oai.identifier)
-    _sub(header, _PRES + "datestamp", oai.datestamp)
-    for spec in oai.set_specs:
-        _sub(header, _PRES + "setSpec", spec)
+def _deletion(observed: datetime, datestamp: str | None) -> str:
+    datestamp_attr = _optional("datestamp", datestamp)
+    return f'        <pres:deletion observed="{_datetime(observed)}"{datestamp_attr}/>\n'
 
 
-def _deletion(parent: etree._Element, observed: datetime, datestamp: str | None) -> None:
-    attrs = {"observed": _datetime(observed), "datestamp": datestamp}
-    _sub(parent, _PRES + "deletion", attrs=attrs)
+def _warc_record(warc: WarcPointer) -> str:
+    return (
+        f'        <pres:warcRecord recordId="{_attr(warc.record_id)}"'
+        f' file="{_attr(warc.filename)}" offset="{warc.offset!s}" length="{warc.length!s}"'
+        f' type="{_attr(warc.record_type)}"{_optional("truncated", warc.truncated)}/>\n'
+    )
 
 
-def _warc_record(parent: etree._Element, warc: WarcPointer) -> None:
-    attrs = {
-        "recordId": warc.record_id,
-        "file": warc.filename,
-        "offset": str(warc.offset),
-        "length": str(warc.length),
-        "type": warc.record_type,
-        "truncated": warc.truncated,
-    }
-    _sub(parent, _PRES + "warcRecord", attrs=attrs)
-
-
-def _provenance(parent: etree._Element, prov: Provenance) -> None:
-    element = _sub(parent, _PRES + "provenance")
-    _sub(element, _PRES + "agent", attrs={"name": prov.agent, "version": prov.version})
-    _sub(element, _PRES + "harvestTime", _datetime(prov.harvest_time))
+def _provenance(prov: Provenance) -> str:
+    lines = [
+        "        <pres:provenance>\n",
+        f'          <pres:agent name="{_attr(prov.agent)}" version="{_attr(prov.version)}"/>\n',
+        f"          <pres:harvestTime>{_datetime(prov.harvest_time)}</pres:harvestTime>\n",
+    ]
     if prov.endpoint is not None:
-        _sub(element, _PRES + "endpoint", _uri(prov.endpoint))
-    _sub(element, _PRES + "strategy", prov.strategy)
-
-
-def _sub(
-    parent: etree._Element,
-    tag: str,
-    text: str | None = None,
-    attrs: Mapping[str, str | None] | None = None,
-) -> etree._Element:
-    """A child element; text and attribute values are made XML-safe, None ones are left out."""
-    element = etree.SubElement(parent, tag)
-    for name, value in (attrs or {}).items():
-        if value is not None:
-            element.set(name, _xml_text(value))
-    if text is not None:
-        element.text = _xml_text(text)
-    return element
+        lines.append(f"          <pres:endpoint>{_text(_uri(prov.endpoint))}</pres:endpoint>\n")
+    lines += [
+        f"          <pres:strategy>{_text(prov.strategy)}</pres:strategy>\n",
+        "        </pres:provenance>\n",
+    ]
+    return "".join(lines)
 
 
 # -- values made XML-safe ----------------------------------------------------------------
 
 # XML 1.0 section 2.2, Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# What needs work in element content: the above, and "&", "<", ">" and CR (which parsing
+# would turn into LF); attribute values also escape '"', tab and LF (which parsing would
+# turn into spaces).
+_TEXT_SPECIAL = re.compile(
+    "[^\t\n\x20-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+_ATTR_SPECIAL = re.compile(
+    "[^\x20\x21\x23-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
 
 # An RFC 3986 URI-reference (section 4.1), slightly narrowed where libxml2's xs:anyURI check
 # is stricter than the RFC: a port needs digits and must fit in an int.
@@ -321,6 +338,35 @@ _URI_SAFE = "!$&'()*+,/:;=?@~%"
 def _xml_text(value: str) -> str:
     """``value`` without the characters XML 1.0 cannot hold at all."""
     return _INVALID.sub("", value)
+
+
+def _text(value: str) -> str:
+    r"""``value`` as element content: XML-safe, with ``&``, ``<``, ``>`` and CR escaped.
+
+    >>> _text("a < b && c >\r\n]]>\x00")
+    'a &lt; b &amp;&amp; c &gt;&#13;\n]]&gt;'
+    """
+    if _TEXT_SPECIAL.search(value) is None:
+        return value
+    text = _xml_text(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\r", "&#13;")
+
+
+def _attr(value: str) -> str:
+    r"""``value`` as a double-quoted attribute value; escaped whitespace survives parsing.
+
+    >>> _attr('say "<&>"\t\r\n\ud800')
+    'say &quot;&lt;&amp;&gt;&quot;&#9;&#13;&#10;'
+    """
+    if _ATTR_SPECIAL.search(value) is None:
+        return value
+    text = _text(value).replace('"', "&quot;")
+    return text.replace("\t", "&#9;").replace("\n", "&#10;")
+
+
+def _optional(name: str, value: str | None) -> str:
+    """`` name="value"``, or nothing if ``value`` is None."""
+    return "" if value is None else f' {name}="{_attr(value)}"'
 
 
 def _uri(value: str) -> str:
