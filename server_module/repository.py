@@ -72,8 +72,8 @@ class Repository:
             return render.document(env, echo, render.errors_body([error]))
         return render.document(env, request.attributes, body)
 
-    def _dispatch(self, request: OAIRequest, now: int) -> str:
-        handler: Callable[[OAIRequest, int], str] = getattr(self, "_" + request.verb)
+    def _dispatch(self, request: OAIRequest, now: int) -> render.Body:
+        handler: Callable[[OAIRequest, int], render.Body] = getattr(self, "_" + request.verb)
         return handler(request, now)
 
     # -- the verbs ---------------------------------------------------------------------
@@ -116,7 +116,7 @@ class Repository:
         metadata = None if rec.deleted else fmt.render(rec, self.context)
         return render.verb_body("GetRecord", render.record(_header(rec), metadata))
 
-    def _ListIdentifiers(self, request: OAIRequest, now: int) -> str:
+    def _ListIdentifiers(self, request: OAIRequest, now: int) -> list[str]:
         state, limit = self._list_state(request, now), self.settings.page_size
         with self.index.snapshot() as snap:
             state = self._counted(state, snap)
@@ -130,9 +130,9 @@ class Repository:
         page = rows[:limit]
         _require(page)
         token = self._token(state, len(page), (page[-1][1], page[-1][0]), len(rows) > limit, now)
-        return render.verb_body("ListIdentifiers", render.headers(page) + token)
+        return render.list_body("ListIdentifiers", render.headers(page), token)
 
-    def _ListRecords(self, request: OAIRequest, now: int) -> str:
+    def _ListRecords(self, request: OAIRequest, now: int) -> list[str]:
         """Pages are cut by count and by size: ``oai_didl`` records carry whole files."""
         state, limit = self._list_state(request, now), self.settings.records_page_size
         fmt = self._format(state.metadata_prefix)
@@ -158,7 +158,7 @@ class Repository:
         last = recs[len(parts) - 1]
         more = len(recs) > len(parts)
         token = self._token(state, len(parts), (last.datestamp, last.identifier), more, now)
-        return render.verb_body("ListRecords", "".join(parts) + token)
+        return render.list_body("ListRecords", parts, token)
 
     # -- lists -----------------------------------------------------------------------
 

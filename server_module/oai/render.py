@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from server_module.oai.dates import format_datestamp
 from server_module.oai.errors import OAIError
-from server_module.oai.markup import attr, text
+from server_module.oai.markup import attr, is_plain, text
 from server_module.records import set_specs_for
 
 OAI_NS = "http://www.openarchives.org/OAI/2.0/"
@@ -41,7 +41,12 @@ class RepositoryDescription:
     compression: Sequence[str] = ("gzip", "deflate")
 
 
-def document(env: Envelope, echo: Iterable[tuple[str, str]], body: str) -> bytes:
+Body = str | list[str]
+"""A verb's response body: one string, or a list page's parts. Parts are joined once, with the
+envelope, because a page runs to megabytes and every copy of it costs (fresh pages of memory)."""
+
+
+def document(env: Envelope, echo: Iterable[tuple[str, str]], body: Body) -> bytes:
     """The whole response: XML declaration, stylesheet, envelope, ``request`` echo, body."""
     pi = (
         f'<?xml-stylesheet type="text/xsl" href="{attr(env.stylesheet_url)}"?>\n'
@@ -49,14 +54,16 @@ def document(env: Envelope, echo: Iterable[tuple[str, str]], body: str) -> bytes
         else ""
     )
     attrs = "".join(f' {name}="{attr(value)}"' for name, value in echo)
-    return (
+    head = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'{pi}<OAI-PMH xmlns="{OAI_NS}" xmlns:xsi="{XSI}" '
         f'xsi:schemaLocation="{OAI_NS} {OAI_SCHEMA}">'
         f"<responseDate>{format_datestamp(env.response_date)}</responseDate>"
         f"<request{attrs}>{text(env.endpoint_url)}</request>"
-        f"{body}</OAI-PMH>\n"
-    ).encode()
+    )
+    parts = [head, body] if isinstance(body, str) else [head, *body]
+    parts.append("</OAI-PMH>\n")
+    return "".join(parts).encode()
 
 
 def errors_body(errors: Sequence[OAIError]) -> str:
@@ -65,6 +72,11 @@ def errors_body(errors: Sequence[OAIError]) -> str:
 
 def verb_body(verb: str, inner: str) -> str:
     return f"<{verb}>{inner}</{verb}>"
+
+
+def list_body(verb: str, items: list[str], token: str) -> list[str]:
+    """A page of a list verb (§4.3, §4.4, §4.5) in parts: its items, then its resumptionToken."""
+    return [f"<{verb}>", *items, token, f"</{verb}>"]
 
 
 @lru_cache(maxsize=4096)
@@ -77,18 +89,36 @@ def _datestamp(epoch: int) -> str:
     return format_datestamp(epoch)
 
 
+_OPEN = "<header><identifier>"
+_OPEN_DELETED = '<header status="deleted"><identifier>'
+
+
+@lru_cache(maxsize=8192)
+def _header_tail(datestamp: int, mime: str) -> str:
+    """A header after its identifier: shared by every item of one second and one type."""
+    sets = _set_elements(mime)
+    return f"</identifier><datestamp>{_datestamp(datestamp)}</datestamp>{sets}</header>"
+
+
 def header(identifier: str, datestamp: int, deleted: int | bool, mime: str) -> str:
     """One record header (§2.5); identifiers are ASCII URLs but are escaped all the same."""
-    status = ' status="deleted"' if deleted else ""
-    return (
-        f"<header{status}><identifier>{text(identifier)}</identifier>"
-        f"<datestamp>{_datestamp(datestamp)}</datestamp>{_set_elements(mime)}</header>"
-    )
+    opening = _OPEN_DELETED if deleted else _OPEN
+    return opening + text(identifier) + _header_tail(datestamp, mime)
 
 
-def headers(rows: Iterable[tuple[str, int, int, str]]) -> str:
-    """Many headers at once: the ListIdentifiers hot path."""
-    return "".join([header(i, d, x, m) for i, d, x, m in rows])
+def headers(rows: Sequence[tuple[str, int, int, str]]) -> list[str]:
+    """Many headers at once, one string each: the ListIdentifiers hot path.
+
+    The page's identifiers are checked for escaping together, in one pass: they are
+    percent-encoded URLs, so usually none needs it and each is copied as it is.
+    """
+    identifiers = [row[0] for row in rows]
+    if not is_plain("".join(identifiers)):
+        identifiers = [text(identifier) for identifier in identifiers]
+    return [
+        (_OPEN_DELETED if deleted else _OPEN) + identifier + _header_tail(datestamp, mime)
+        for identifier, (_, datestamp, deleted, mime) in zip(identifiers, rows, strict=True)
+    ]
 
 
 def record(header_xml: str, metadata: str | None) -> str:

@@ -1,0 +1,47 @@
+"""Record headers as rendered for ListIdentifiers: the page-at-once path and its escaping."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server_module.oai.markup import is_plain, text
+from server_module.oai.render import header, headers
+
+# Percent-encoded URLs, as the index makes them, and anything a row could hold besides.
+URLS = st.from_regex(r"http://h/[A-Za-z0-9%/._~-]{0,30}", fullmatch=True)
+IDENTIFIERS = st.one_of(URLS, st.text())
+ROWS = st.lists(
+    st.tuples(
+        IDENTIFIERS,
+        st.integers(0, 2**34),
+        st.integers(0, 1),
+        st.sampled_from(["text/html", "image/png", "application/x-a&b"]),
+    ),
+    max_size=20,
+)
+
+
+@given(ROWS)
+def test_a_page_of_headers_is_each_header_in_order(rows: list[tuple[str, int, int, str]]) -> None:
+    assert headers(rows) == [header(*row) for row in rows]
+
+
+@given(st.text())
+def test_plain_text_needs_no_escaping(value: str) -> None:
+    if is_plain(value):
+        assert text(value) == value
+
+
+def test_header() -> None:
+    assert header("http://h/a&b", 0, 1, "text/html") == (
+        '<header status="deleted"><identifier>http://h/a&amp;b</identifier>'
+        "<datestamp>1970-01-01T00:00:00Z</datestamp>"
+        "<setSpec>text</setSpec><setSpec>text:html</setSpec></header>"
+    )
+
+
+def test_one_identifier_to_escape_escapes_it_alone() -> None:
+    page = headers([("http://h/a", 0, 0, "text/html"), ("http://h/<b>", 0, 0, "text/html")])
+    assert "<identifier>http://h/a</identifier>" in page[0]
+    assert "<identifier>http://h/&lt;b&gt;</identifier>" in page[1]
