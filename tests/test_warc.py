@@ -31,6 +31,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import BufferWARCWriter
 
+from harvester.archive.repair import _READ_SIZE
 from harvester.archive.warc import (
     RecordLocation,
     RotatingWARCWriter,
@@ -619,6 +620,53 @@ def test_repaired_files_pass_warcio_check(
 def test_repair_property(open_sample: Sample, cut: float, tail: bytes) -> None:
     with tempfile.TemporaryDirectory() as directory:
         check_repair_after_cut(Path(directory), open_sample, int(len(open_sample.data) * cut), tail)
+
+
+def write_aligned_group(directory: Path, member: int) -> RotatingWARCWriter:
+    """A live writer whose first group's ``member``-th record (0 response, 1 request,
+    2 metadata) ends exactly where one of repair's reads of the file ends."""
+    size = 2 * _READ_SIZE
+    for _ in range(200):
+        shutil.rmtree(directory, ignore_errors=True)
+        writer = make_writer(directory)
+        writer.open()
+        response, request = http_group(writer, 0, size=size)
+        locations = writer.write_group([response, request, writer.metadata_record(b"<m/>")])
+        past = (locations[member].offset + locations[member].length) % _READ_SIZE
+        if past == 0:
+            return writer
+        writer.close()
+        # Random bytes compress to their own size and a few bytes more: aim short of the next
+        # boundary, then creep up on it (deterministic: fixed clock, ids and payloads).
+        gap = _READ_SIZE - past
+        size += gap - 24 if gap > 24 else 1
+    raise AssertionError("no payload size puts the member's end on a read boundary")
+
+
+@pytest.mark.parametrize("member", [0, 1, 2])
+def test_repair_reads_past_a_member_ending_at_a_read_boundary(tmp_path: Path, member: int) -> None:
+    """Such a member once looked like the end of the file: repair cut off the groups after
+    it, which the harvester had marked archived, and a rerun left them out for good."""
+    directory = tmp_path / "warcs"
+    writer = write_aligned_group(directory, member)
+    kept = [
+        writer.write_group([*http_group(writer, n), writer.metadata_record(b"<m/>")])
+        for n in (1, 2)
+    ]
+    writer.write_group(list(http_group(writer, 3)))  # a kill before the group's DIDL record
+    assert writer.current_path is not None
+    shutil.copy(writer.current_path, directory / "harvest-killed.warc.gz.open")
+    whole = finished(writer.current_path)
+    writer.close()
+
+    repaired = repair_open_files(directory, group_end=lambda kind: kind == "metadata")
+
+    path = directory / "harvest-killed.warc.gz"
+    assert repaired == [path]
+    assert path.stat().st_size == kept[-1][-1].offset + kept[-1][-1].length
+    assert verify_warc(path) == 1 + 3 * 3
+    assert record_ids(path)[-3:] == [location.record_id for location in kept[-1]]
+    assert verify_warc(whole) == 1 + 3 * 3 + 2
 
 
 def test_open_repairs_leftovers_but_not_live_files(tmp_path: Path, open_sample: Sample) -> None:

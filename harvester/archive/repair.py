@@ -159,9 +159,10 @@ def _count_records(fh: BinaryIO, path: Path) -> int:
 
 def _members(fh: BinaryIO) -> Iterator[_Member]:
     """Walk the gzip members of ``fh``; stop at the end or at a truncated or corrupt one."""
-    offset = 0
-    data = fh.read(_READ_SIZE)
-    while data:
+    offset, data = 0, b""
+    # A member that ends exactly where a read ended leaves no bytes over: read on, since
+    # only an empty read is the end of the file.
+    while data or (data := fh.read(_READ_SIZE)):
         inflated = _inflate_member(fh, data)
         if inflated is None:
             return
