@@ -32,11 +32,10 @@ from harvester.archive.didl import (
     Provenance,
     WarcPointer,
     _datetime,
-    _uri,
-    _xml_text,
     capture_didl,
     deletion_didl,
 )
+from harvester.archive.xmlsafe import uri, xml_text
 from tests.test_didl import DAY, DOC_ID, description, statements
 
 SAFE_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
@@ -52,7 +51,7 @@ _DIDL, _DII, _HTTP, _PRES = (f"{{{ns}}}" for ns in (DIDL_NS, DII_NS, HTTP_NS, PR
 def reference_capture(desc: CaptureDescription, document_id: str) -> bytes:
     root, item = _new_document(document_id)
     _sub(_statement(item), _DII + "Identifier", desc.url)
-    header = _sub(_statement(item), _HTTP + "header", attrs={"url": _uri(desc.url)})
+    header = _sub(_statement(item), _HTTP + "header", attrs={"url": uri(desc.url)})
     status = {"code": str(desc.status), "protocol": desc.protocol or None}
     _sub(header, _HTTP + "status", desc.reason, status)
     for name, value in desc.headers:
@@ -68,7 +67,7 @@ def reference_capture(desc: CaptureDescription, document_id: str) -> bytes:
     _provenance(_statement(item), desc.provenance)
     component = _sub(item, _DIDL + "Component")
     mime = (desc.declared_mime or "").strip() or desc.sniffed_mime or FALLBACK_MIME
-    _sub(component, _DIDL + "Resource", attrs={"mimeType": mime, "ref": _uri(desc.warc.uri)})
+    _sub(component, _DIDL + "Resource", attrs={"mimeType": mime, "ref": uri(desc.warc.uri)})
     return _serialize(root)
 
 
@@ -94,7 +93,7 @@ def reference_deletion(
 
 def _new_document(document_id: str) -> tuple[etree._Element, etree._Element]:
     root = etree.Element(_DIDL + "DIDL", nsmap=_NSMAP)
-    root.set("DIDLDocumentId", _uri(document_id))
+    root.set("DIDLDocumentId", uri(document_id))
     root.set(f"{{{XSI_NS}}}schemaLocation", f"{DIDL_NS} {DIDL_SCHEMA}")
     return root, _sub(root, _DIDL + "Item")
 
@@ -106,7 +105,7 @@ def _statement(item: etree._Element) -> etree._Element:
 
 def _oai_header(parent: etree._Element, oai: OaiHeaderInfo) -> None:
     attrs = {
-        "endpoint": _uri(oai.endpoint) if oai.endpoint is not None else None,
+        "endpoint": uri(oai.endpoint) if oai.endpoint is not None else None,
         "deleted": "true" if oai.deleted else None,
     }
     header = _sub(parent, _PRES + "oaiHeader", attrs=attrs)
@@ -133,7 +132,7 @@ def _provenance(parent: etree._Element, prov: Provenance) -> None:
     _sub(element, _PRES + "agent", attrs={"name": prov.agent, "version": prov.version})
     _sub(element, _PRES + "harvestTime", _datetime(prov.harvest_time))
     if prov.endpoint is not None:
-        _sub(element, _PRES + "endpoint", _uri(prov.endpoint))
+        _sub(element, _PRES + "endpoint", uri(prov.endpoint))
     _sub(element, _PRES + "strategy", prov.strategy)
 
 
@@ -146,9 +145,9 @@ def _sub(
     element = etree.SubElement(parent, tag)
     for name, value in (attrs or {}).items():
         if value is not None:
-            element.set(name, _xml_text(value))
+            element.set(name, xml_text(value))
     if text is not None:
-        element.text = _xml_text(text)
+        element.text = xml_text(text)
     return element
 
 

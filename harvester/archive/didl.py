@@ -17,8 +17,9 @@ A deletion record has ``dii:Identifier``, ``pres:deletion``, ``pres:oaiHeader`` 
 there is no resource left to point at.
 
 Any text can be given: characters XML 1.0 forbids are dropped, and values the schemas type
-``xs:anyURI`` are percent-encoded where needed, so every document is well-formed and valid.
-The module also holds the file names of exported records; the content sniffer whose finding
+``xs:anyURI`` are percent-encoded where needed (:mod:`harvester.archive.xmlsafe`), so every
+document is well-formed and valid. The text is written directly, not built as an lxml tree,
+byte for byte as lxml would serialise it. The module also holds the file names of exported records; the content sniffer whose finding
 goes into ``pres:mimeType`` is :mod:`harvester.archive.sniff`.
 """
 
@@ -31,9 +32,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import quote
 
 from harvester.archive.sniff import sniff_mime
+from harvester.archive.xmlsafe import attr, text, uri
 
 __all__ = [
     "DIDL_NS",
@@ -210,7 +211,7 @@ def didl_filename(url: str, record_id: str) -> str:
 def _document(document_id: str | None, statements: list[str], component: str = "") -> bytes:
     """The whole document: each statement in its ``Descriptor/Statement``, then the component."""
     # A fresh urn:uuid is an xs:anyURI already, with nothing to escape.
-    doc_id = _attr(_uri(document_id)) if document_id else f"urn:uuid:{uuid.uuid4()}"
+    doc_id = attr(uri(document_id)) if document_id else f"urn:uuid:{uuid.uuid4()}"
     parts = [_HEAD.format(doc_id)]
     for statement in statements:
         parts += (_STATEMENT_START, statement, _STATEMENT_END)
@@ -221,7 +222,7 @@ def _document(document_id: str | None, statements: list[str], component: str = "
 def _component(mime: str, ref: str) -> str:
     return (
         "    <didl:Component>\n"
-        f'      <didl:Resource mimeType="{_attr(mime)}" ref="{_attr(_uri(ref))}"/>\n'
+        f'      <didl:Resource mimeType="{attr(mime)}" ref="{attr(uri(ref))}"/>\n'
         "    </didl:Component>\n"
     )
 
@@ -230,18 +231,18 @@ def _component(mime: str, ref: str) -> str:
 
 
 def _identifier(url: str) -> str:
-    return f"        <dii:Identifier>{_text(url)}</dii:Identifier>\n"
+    return f"        <dii:Identifier>{text(url)}</dii:Identifier>\n"
 
 
 def _http_header(desc: CaptureDescription) -> str:
     protocol = _optional("protocol", desc.protocol or None)
     lines = [
-        f'        <http:header url="{_attr(_uri(desc.url))}">\n',
+        f'        <http:header url="{attr(uri(desc.url))}">\n',
         f'          <http:status code="{desc.status!s}"{protocol}>'
-        f"{_text(desc.reason)}</http:status>\n",
+        f"{text(desc.reason)}</http:status>\n",
     ]
     lines += [
-        f'          <http:field name="{_attr(name)}">{_text(value)}</http:field>\n'
+        f'          <http:field name="{attr(name)}">{text(value)}</http:field>\n'
         for name, value in desc.headers
     ]
     lines.append("        </http:header>\n")
@@ -251,8 +252,8 @@ def _http_header(desc: CaptureDescription) -> str:
 def _digests(sha1: str, sha256: str) -> str:
     return (
         "        <pres:digests>\n"
-        f'          <pres:digest algorithm="sha1">{_text(sha1)}</pres:digest>\n'
-        f'          <pres:digest algorithm="sha256">{_text(sha256)}</pres:digest>\n'
+        f'          <pres:digest algorithm="sha1">{text(sha1)}</pres:digest>\n'
+        f'          <pres:digest algorithm="sha256">{text(sha256)}</pres:digest>\n'
         "        </pres:digests>\n"
     )
 
@@ -263,14 +264,14 @@ def _mime_type(declared: str | None, sniffed: str | None) -> str:
 
 
 def _oai_header(oai: OaiHeaderInfo) -> str:
-    endpoint = _optional("endpoint", _uri(oai.endpoint) if oai.endpoint is not None else None)
+    endpoint = _optional("endpoint", uri(oai.endpoint) if oai.endpoint is not None else None)
     deleted = ' deleted="true"' if oai.deleted else ""
     lines = [
         f"        <pres:oaiHeader{endpoint}{deleted}>\n",
-        f"          <pres:identifier>{_text(oai.identifier)}</pres:identifier>\n",
-        f"          <pres:datestamp>{_text(oai.datestamp)}</pres:datestamp>\n",
+        f"          <pres:identifier>{text(oai.identifier)}</pres:identifier>\n",
+        f"          <pres:datestamp>{text(oai.datestamp)}</pres:datestamp>\n",
     ]
-    lines += [f"          <pres:setSpec>{_text(spec)}</pres:setSpec>\n" for spec in oai.set_specs]
+    lines += [f"          <pres:setSpec>{text(spec)}</pres:setSpec>\n" for spec in oai.set_specs]
     lines.append("        </pres:oaiHeader>\n")
     return "".join(lines)
 
@@ -282,109 +283,30 @@ def _deletion(observed: datetime, datestamp: str | None) -> str:
 
 def _warc_record(warc: WarcPointer) -> str:
     return (
-        f'        <pres:warcRecord recordId="{_attr(warc.record_id)}"'
-        f' file="{_attr(warc.filename)}" offset="{warc.offset!s}" length="{warc.length!s}"'
-        f' type="{_attr(warc.record_type)}"{_optional("truncated", warc.truncated)}/>\n'
+        f'        <pres:warcRecord recordId="{attr(warc.record_id)}"'
+        f' file="{attr(warc.filename)}" offset="{warc.offset!s}" length="{warc.length!s}"'
+        f' type="{attr(warc.record_type)}"{_optional("truncated", warc.truncated)}/>\n'
     )
 
 
 def _provenance(prov: Provenance) -> str:
     lines = [
         "        <pres:provenance>\n",
-        f'          <pres:agent name="{_attr(prov.agent)}" version="{_attr(prov.version)}"/>\n',
+        f'          <pres:agent name="{attr(prov.agent)}" version="{attr(prov.version)}"/>\n',
         f"          <pres:harvestTime>{_datetime(prov.harvest_time)}</pres:harvestTime>\n",
     ]
     if prov.endpoint is not None:
-        lines.append(f"          <pres:endpoint>{_text(_uri(prov.endpoint))}</pres:endpoint>\n")
+        lines.append(f"          <pres:endpoint>{text(uri(prov.endpoint))}</pres:endpoint>\n")
     lines += [
-        f"          <pres:strategy>{_text(prov.strategy)}</pres:strategy>\n",
+        f"          <pres:strategy>{text(prov.strategy)}</pres:strategy>\n",
         "        </pres:provenance>\n",
     ]
     return "".join(lines)
 
 
-# -- values made XML-safe ----------------------------------------------------------------
-
-# XML 1.0 section 2.2, Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
-_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-# What needs work in element content: the above, and "&", "<", ">" and CR (which parsing
-# would turn into LF); attribute values also escape '"', tab and LF (which parsing would
-# turn into spaces).
-_TEXT_SPECIAL = re.compile(
-    "[^\t\n\x20-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
-_ATTR_SPECIAL = re.compile(
-    "[^\x20\x21\x23-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
-
-# An RFC 3986 URI-reference (section 4.1), slightly narrowed where libxml2's xs:anyURI check
-# is stricter than the RFC: a port needs digits and must fit in an int.
-_CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})"
-_PCHAR = rf"(?:{_CHAR}|[:@])"
-_AUTHORITY = rf"(?:(?:{_CHAR}|:)*@)?(?:\[[0-9A-Fa-f:.]+\]|{_CHAR}*)(?::[0-9]{{1,9}})?"
-_PATH_ABEMPTY = rf"(?:/{_PCHAR}*)*"
-_SCHEME = r"[A-Za-z][A-Za-z0-9+.\-]*:"
-_NETWORK_OR_ABSOLUTE = rf"//{_AUTHORITY}{_PATH_ABEMPTY}|/(?:{_PCHAR}+{_PATH_ABEMPTY})?"
-_QUERY_CHARS = rf"(?:{_PCHAR}|[/?])*"
-_URI_REFERENCE = re.compile(
-    rf"(?:{_SCHEME}(?:{_NETWORK_OR_ABSOLUTE}|{_PCHAR}+{_PATH_ABEMPTY})?"  # URI
-    rf"|(?:{_NETWORK_OR_ABSOLUTE}|(?:{_CHAR}|@)+{_PATH_ABEMPTY})?)"  # relative reference
-    rf"(?:\?{_QUERY_CHARS})?(?:\#{_QUERY_CHARS})?"
-)
-_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
-_URI_SAFE = "!$&'()*+,/:;=?@~%"
-
-
-def _xml_text(value: str) -> str:
-    """``value`` without the characters XML 1.0 cannot hold at all."""
-    return _INVALID.sub("", value)
-
-
-def _text(value: str) -> str:
-    r"""``value`` as element content: XML-safe, with ``&``, ``<``, ``>`` and CR escaped.
-
-    >>> _text("a < b && c >\r\n]]>\x00")
-    'a &lt; b &amp;&amp; c &gt;&#13;\n]]&gt;'
-    """
-    if _TEXT_SPECIAL.search(value) is None:
-        return value
-    text = _xml_text(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("\r", "&#13;")
-
-
-def _attr(value: str) -> str:
-    r"""``value`` as a double-quoted attribute value; escaped whitespace survives parsing.
-
-    >>> _attr('say "<&>"\t\r\n\ud800')
-    'say &quot;&lt;&amp;&gt;&quot;&#9;&#13;&#10;'
-    """
-    if _ATTR_SPECIAL.search(value) is None:
-        return value
-    text = _text(value).replace('"', "&quot;")
-    return text.replace("\t", "&#9;").replace("\n", "&#10;")
-
-
 def _optional(name: str, value: str | None) -> str:
     """`` name="value"``, or nothing if ``value`` is None."""
-    return "" if value is None else f' {name}="{_attr(value)}"'
-
-
-def _uri(value: str) -> str:
-    """``value`` as an ``xs:anyURI`` that both RFC 3986 and libxml2 accept.
-
-    An RFC 3986 reference is kept as it is. Otherwise characters a URI cannot hold are
-    percent-encoded (as RFC 3987, section 3.1 maps an IRI to a URI), and if that is still
-    not a URI reference the whole value is; unquoting gives the original back.
-    """
-    value = _xml_text(value)
-    if _URI_REFERENCE.fullmatch(value):
-        return value
-    head, hash_mark, fragment = _BAD_PERCENT.sub("%25", value).partition("#")
-    escaped = quote(head, safe=_URI_SAFE) + hash_mark + quote(fragment, safe=_URI_SAFE)
-    if _URI_REFERENCE.fullmatch(escaped):
-        return escaped
-    log.debug("percent-encoding all of %r to make it an xs:anyURI", value)
-    return quote(value, safe="")
+    return "" if value is None else f' {name}="{attr(value)}"'
 
 
 def _datetime(moment: datetime) -> str:
