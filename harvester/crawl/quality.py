@@ -14,16 +14,17 @@ to OPIC's virtual page (:attr:`OPICScorer.virtual_cash`). Its named scores:
 
 - ``opic``: the OPIC cash.
 - ``quality``: each cash share weighted by ``depth_decay ** depth`` of the URL and by its crawl
-  policy's multiplier (:meth:`PolicySet.multiplier`); what the frontier orders by by default.
+  policy's multiplier (:meth:`PolicySet.multiplier`).
 - ``backlinks``: the links found to the URL (one per linking page), each weighted like a
   ``quality`` share but not divided by the linking page's cash: a backlink count (Cho,
-  Garcia-Molina & Page, "Efficient Crawling Through URL Ordering").
+  Garcia-Molina & Page, "Efficient Crawling Through URL Ordering"); what the frontier orders
+  by by default (``--score``).
 
 OPIC cash in a crawl that fetches each page once is a priority, not a calibrated estimate: a
 page ``d`` links from the seeds holds about ``fanout ** -d`` of a seed's cash, so cash compares
 URLs well at one depth and badly across depths. Quality-first ordering barely minds; capability
-scheduling, which multiplies a score by a host's speed, does (see ``bench/README.md``), and may
-do better ordered by ``backlinks``.
+scheduling, which multiplies a score by a host's speed, does (see ``bench/README.md``), and does
+better ordered by ``backlinks``, hence that default.
 """
 
 from __future__ import annotations
