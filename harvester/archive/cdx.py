@@ -84,19 +84,14 @@ class CdxIndex:
         ones have grown large enough. On ArchiveError the index is left as it was.
         """
         with self._locked():
-            covered = self._covered()
-            if covered is None and self.path.exists():  # an index from before the manifest
-                covered = self._scan_filenames()
-                self._write(self._manifest, (f"{name}\n" for name in sorted(covered)))
-            indexed = (covered or set()) | {d.name.removesuffix(".cdxj") for d in self._deltas()}
-            todo = _unindexed([Path(p) for p in warc_paths], indexed)
+            todo = _unindexed([Path(p) for p in warc_paths], self._adopted())
             added = 0
             with contextlib.ExitStack() as stack:  # read them all before writing any
                 lines = [stack.enter_context(indexed_lines([warc])) for warc in todo]
                 for warc, new in zip(todo, lines, strict=True):
                     added += self._write(self._delta(warc.name), new)
-            if todo and self._due():
-                self._merge(covered or set())
+            if todo:
+                self._merge_if_due()
         if todo:
             log.info("indexed %d lines from %d WARC files into %s", added, len(todo), self.path)
         return added
@@ -105,18 +100,17 @@ class CdxIndex:
         """Index the WARC file ``warc_name`` from its capture lines, made as it was written;
         return the lines added (none if the file is indexed already)."""
         with self._locked():
-            if warc_name in self.indexed_files():
+            if warc_name in self._adopted():
                 return 0
             added = self._write(self._delta(warc_name), sorted(lines))
-            if self._due():
-                self._merge(self._covered() or set())
+            self._merge_if_due()
         return added
 
     def rebuild(self, warc_dir: Path) -> int:
         """Replace the index by one of every ``*.warc.gz`` in ``warc_dir``; return its lines."""
         paths = sorted(Path(warc_dir).glob("*.warc.gz"))
         with self._locked(), indexed_lines(paths) as new:
-            self._write(self._manifest, (f"{p.name}\n" for p in paths))
+            self._write_manifest(p.name for p in paths)
             count = self._write(self.path, new)
             self._drop(self._deltas())
         log.info("rebuilt %s from %d WARC files: %d lines", self.path, len(paths), count)
@@ -133,10 +127,7 @@ class CdxIndex:
 
     def indexed_files(self) -> set[str]:
         """The WARC file names the index covers."""
-        covered = self._covered()
-        if covered is None:
-            covered = self._scan_filenames()
-        return covered | {d.name.removesuffix(".cdxj") for d in self._deltas()}
+        return self._main_covers() | _warc_names(self._deltas())
 
     # -- the files -------------------------------------------------------------------
 
@@ -148,31 +139,37 @@ class CdxIndex:
             p for suffix in WARC_SUFFIXES for p in self.path.parent.glob(f"*{suffix}.cdxj")
         )
 
-    def _covered(self) -> set[str] | None:
-        """The WARC names the manifest says the main file covers; None without a manifest."""
+    def _main_covers(self) -> set[str]:
+        """The WARC files of the main file: from its manifest, else (an older index) its lines."""
         try:
             return set(self._manifest.read_text(encoding="utf-8").split())
         except FileNotFoundError:
-            return None
+            names = (_parse_line(line).get("filename") for line in _read_lines(self.path))
+            return {name for name in names if name}
         except (OSError, UnicodeDecodeError) as exc:
             raise ArchiveError(f"cannot read {self._manifest}: {exc}") from exc
 
-    def _scan_filenames(self) -> set[str]:
-        names = (_parse_line(line).get("filename") for line in _read_lines(self.path))
-        return {name for name in names if name}
+    def _adopted(self) -> set[str]:
+        """:meth:`indexed_files`, after giving a main file from before manifests its own."""
+        if self.path.exists() and not self._manifest.exists():
+            self._write_manifest(self._main_covers())
+        return self.indexed_files()
 
-    def _due(self) -> bool:
-        """Whether the small indexes should be merged into the main file now."""
-        deltas = self._deltas()
-        if not self.path.exists() or len(deltas) > MAX_DELTAS:
-            return True
-        return sum(d.stat().st_size for d in deltas) * 4 >= self.path.stat().st_size
-
-    def _merge(self, covered: set[str]) -> None:
-        """Fold every small index into the main file, in the order the docstring gives."""
-        deltas = self._deltas()
-        names = covered | {d.name.removesuffix(".cdxj") for d in deltas}
+    def _write_manifest(self, names: Iterable[str]) -> None:
         self._write(self._manifest, (f"{name}\n" for name in sorted(names)))
+
+    def _merge_if_due(self) -> None:
+        """Fold the small indexes into the main file once they add up to a quarter of it (or
+        are too many), in the order the module docstring gives."""
+        deltas = self._deltas()
+        small = sum(d.stat().st_size for d in deltas)
+        if (
+            self.path.exists()
+            and len(deltas) <= MAX_DELTAS
+            and small * 4 < self.path.stat().st_size
+        ):
+            return
+        self._write_manifest(self._main_covers() | _warc_names(deltas))
         self._write(self.path, _unique(heapq.merge(*map(_read_lines, [self.path, *deltas]))))
         self._drop(deltas)
 
@@ -325,6 +322,11 @@ def _read_lines(path: Path) -> Iterator[str]:
         return
     except (OSError, UnicodeDecodeError) as exc:
         raise ArchiveError(f"cannot read {path}: {exc}") from exc
+
+
+def _warc_names(deltas: Iterable[Path]) -> set[str]:
+    """The WARC files that small indexes are named after."""
+    return {delta.name.removesuffix(".cdxj") for delta in deltas}
 
 
 def _unique(lines: Iterable[str]) -> Iterator[str]:
