@@ -402,8 +402,9 @@ def _notes(opts: Options, ours: Runs, peer: Runs, manifest: Manifest) -> list[st
         "--warc-file=...`, one connection.",
         "pages/s: HTTP 200 response records in each run's WARC files over its wall time, "
         "interpreter start included. Ours writes four records per page (request, response, "
-        "outlinks metadata, DIDL metadata), each group fsynced, plus the SQLite state and "
-        "the CDXJ index; wget writes request and response records. CPU s: rusage of the "
+        "outlinks metadata, DIDL metadata), each group flushed (fsynced only with "
+        "--durable), plus the SQLite state and the CDXJ index; wget writes request and "
+        "response records. CPU s: rusage of the "
         "process from wait4 (nginx not included).",
     ]
     missed = sorted(peer.first().keys() - ours.first().keys())
