@@ -19,8 +19,9 @@ there is no resource left to point at.
 Any text can be given: characters XML 1.0 forbids are dropped, and values the schemas type
 ``xs:anyURI`` are percent-encoded where needed (:mod:`harvester.archive.xmlsafe`), so every
 document is well-formed and valid. The text is written directly, not built as an lxml tree,
-byte for byte as lxml would serialise it. The module also holds the file names of exported records; the content sniffer whose finding
-goes into ``pres:mimeType`` is :mod:`harvester.archive.sniff`.
+byte for byte as lxml would serialise it. The module also holds the file names of exported
+records; the content sniffer whose finding goes into ``pres:mimeType`` is
+:mod:`harvester.archive.sniff`.
 """
 
 from __future__ import annotations
