@@ -360,6 +360,15 @@ def read_delta(index: CdxIndex, warc: Path) -> list[str]:
     return index.path.with_name(f"{warc.name}.cdxj").read_text().splitlines(keepends=True)
 
 
+def test_index_files_are_readable_by_others_as_the_warcs_are(
+    collection: Path, index: CdxIndex
+) -> None:
+    index.add_warcs([first_warc(collection / "archive")])
+    for path in index.path.parent.iterdir():
+        if path.name != ".index.cdxj.lock":
+            assert path.stat().st_mode & 0o777 == 0o644, path.name
+
+
 def test_an_index_from_before_the_manifest_is_taken_over(collection: Path, index: CdxIndex) -> None:
     archive = collection / "archive"
     first = first_warc(archive)

@@ -193,6 +193,7 @@ class CdxIndex:
         )
         count, replaced = 0, False
         try:
+            os.fchmod(fd, 0o644)  # as readable as the WARC files (mkstemp makes it 0600)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
                 for line in lines:
                     out.write(line)
