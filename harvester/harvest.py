@@ -48,6 +48,7 @@ class Harvest:
             durable=settings.durable,
             on_finish=self._index_lines,
         )
+        self.index = CdxIndex(settings.cdx_path)
         self.pacer = Pacer(settings.delay)
         self._list_started: float | None = None
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
@@ -220,12 +221,12 @@ class Harvest:
 
     def _index(self) -> None:
         """Add the WARC files the index does not cover yet (this run's, or a crashed run's)."""
-        CdxIndex(self.settings.cdx_path).add_warcs(sorted(self.settings.warc_dir.glob("*.warc.gz")))
+        self.index.add_warcs(sorted(self.settings.warc_dir.glob("*.warc.gz")))
 
     def _index_lines(self, warc_name: str, lines: list[str]) -> None:
         """Index a WARC file the writer finished, from the lines it made while writing."""
         try:
-            CdxIndex(self.settings.cdx_path).add_lines(warc_name, lines)
+            self.index.add_lines(warc_name, lines)
         except ArchiveError as exc:  # _index reads the file back at the end of the run
             log.warning("cannot index %s yet: %s", warc_name, exc)
 
