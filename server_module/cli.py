@@ -33,6 +33,11 @@ def cli() -> None:
 @click.option("--repository-name")
 @click.option("--page-size", type=int)
 @click.option("--refresh-interval", type=float, help="Seconds between index refreshes.")
+@click.option(
+    "--read-ahead/--no-read-ahead",
+    default=None,
+    help="Make the next list page while the harvester parses this one.  [default: on]",
+)
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--workers", default=2, show_default=True, type=int)
 @click.option("--threads", default=4, show_default=True, type=int)

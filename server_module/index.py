@@ -226,6 +226,14 @@ def _store_counts(conn: sqlite3.Connection) -> None:
     )
 
 
+def _bump_generation(conn: sqlite3.Connection) -> None:
+    """Count the refreshes that changed what the protocol shows (see :mod:`pagecache`)."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('generation', 1)"
+        " ON CONFLICT (key) DO UPDATE SET value = value + 1"
+    )
+
+
 def _record(row: Any) -> FileRecord:
     """A row in ``_RECORD_COLUMNS`` order as a record (SQLite has no booleans)."""
     return FileRecord(row[0], row[1], row[2], bool(row[3]), *row[4:])
@@ -236,6 +244,11 @@ class Snapshot:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+
+    def generation(self) -> int:
+        """How many refreshes have changed the index so far: equal numbers, equal lists."""
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return 0 if row is None else int(row[0])
 
     def headers(
         self,
@@ -546,6 +559,7 @@ class FileIndex:
             if plan.upserts or plan.deletions:
                 self._restamp(conn, now)
                 _store_counts(conn)
+                _bump_generation(conn)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -611,6 +625,7 @@ class FileIndex:
                 "UPDATE files SET identifier = ?, datestamp = ? WHERE rowid = ?",
                 _reidentified(self.base_url, rows, now),
             )
+            _bump_generation(conn)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('base_url', ?)", (self.base_url,)
         )

@@ -12,6 +12,7 @@ and appears in the next incremental harvest. Any page costs the same as the firs
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -28,9 +29,11 @@ from server_module.oai.errors import (
 )
 from server_module.oai.request import OAIRequest, echo_attributes, parse_request
 from server_module.oai.tokens import ListState, TokenCodec
+from server_module.pagecache import Page, PageCache
 from server_module.records import FileRecord
 from server_module.settings import ProviderSettings
 
+log = logging.getLogger(__name__)
 Pairs = Sequence[tuple[str, str]]
 
 
@@ -51,6 +54,7 @@ class Repository:
         self.formats = formats
         self.clock = clock
         self.stylesheet_url = stylesheet_url
+        self.pages = PageCache()
         self.codec = TokenCodec(index.secret(), ttl=settings.token_ttl, clock=clock)
         self.context = FormatContext(
             docroot=settings.docroot,
@@ -60,25 +64,55 @@ class Repository:
 
     def handle(self, pairs: Pairs) -> bytes:
         """The response document for the received arguments (never raises an OAI error)."""
+        return self.respond(pairs)[0]
+
+    def respond(self, pairs: Pairs) -> tuple[bytes, tuple[str, str] | None]:
+        """The response document, and the (verb, token) of the request it invites next."""
         env = render.Envelope(int(self.clock()), self.settings.endpoint_url, self.stylesheet_url)
         try:
             request = parse_request(pairs, known_prefixes=self.formats.prefixes())
         except OAIError as error:
-            return render.document(env, echo_attributes(pairs, error), render.errors_body([error]))
+            body = render.errors_body([error])
+            return render.document(env, echo_attributes(pairs, error), body), None
         try:
-            body = self._dispatch(request, env.response_date)
+            page = self._dispatch(request, env.response_date)
         except OAIError as error:
             echo = request.attributes if error.echo_arguments else ()
-            return render.document(env, echo, render.errors_body([error]))
-        return render.document(env, request.attributes, body)
+            return render.document(env, echo, render.errors_body([error])), None
+        follow = None if page.next_token is None else (request.verb, page.next_token)
+        return render.document(env, request.attributes, page.body), follow
 
-    def _dispatch(self, request: OAIRequest, now: int) -> render.Body:
-        handler: Callable[[OAIRequest, int], render.Body] = getattr(self, "_" + request.verb)
-        return handler(request, now)
+    def read_ahead(self, verb: str, token: str) -> None:
+        """Make the page this token asks for and keep it for its request (:mod:`pagecache`)."""
+        pairs = [("verb", verb), ("resumptionToken", token)]
+        try:
+            request = parse_request(pairs, known_prefixes=self.formats.prefixes())
+            with self.index.snapshot() as snap:  # the page is of the generation read here
+                generation = snap.generation()
+                page = self._handler(request.verb)(request, int(self.clock()))
+        except OAIError:
+            return  # its request, if it comes, gets the error
+        except Exception:  # speculative work: its request, if it comes, will try again
+            log.warning("could not make the page ahead for %s", verb, exc_info=True)
+            return
+        self.pages.put(verb, token, generation, page)
+
+    def _dispatch(self, request: OAIRequest, now: int) -> Page:
+        if request.resumption_token is not None:
+            self.codec.decode(request.resumption_token, verb=request.verb)  # expired, forged?
+            with self.index.snapshot() as snap:
+                kept = self.pages.get(request.verb, request.resumption_token, snap.generation())
+            if kept is not None:
+                return kept
+        return self._handler(request.verb)(request, now)
+
+    def _handler(self, verb: str) -> Callable[[OAIRequest, int], Page]:
+        handler: Callable[[OAIRequest, int], Page] = getattr(self, "_" + verb)
+        return handler
 
     # -- the verbs ---------------------------------------------------------------------
 
-    def _Identify(self, request: OAIRequest, now: int) -> str:
+    def _Identify(self, request: OAIRequest, now: int) -> Page:
         with self.index.snapshot() as snap:
             earliest = snap.earliest_datestamp()
         desc = render.RepositoryDescription(
@@ -87,26 +121,26 @@ class Repository:
             admin_emails=[self.settings.email],
             earliest_datestamp=now if earliest is None else earliest,
         )
-        return render.identify_body(desc)
+        return Page(render.identify_body(desc))
 
-    def _ListMetadataFormats(self, request: OAIRequest, now: int) -> str:
+    def _ListMetadataFormats(self, request: OAIRequest, now: int) -> Page:
         if request.identifier is not None:
             with self.index.snapshot() as snap:
                 if snap.get(request.identifier) is None:
                     raise IdDoesNotExist(f"No item has the identifier {request.identifier!r}")
         triples = [(f.prefix, f.schema(self.context), f.namespace) for f in self.formats]
-        return render.metadata_formats_body(triples)
+        return Page(render.metadata_formats_body(triples))
 
-    def _ListSets(self, request: OAIRequest, now: int) -> str:
+    def _ListSets(self, request: OAIRequest, now: int) -> Page:
         if request.resumption_token is not None:
             raise BadResumptionToken("ListSets is never paged, so no token is valid")
         with self.index.snapshot() as snap:
             specs = snap.set_specs()
         if not specs:
             raise NoSetHierarchy("The repository holds no files yet, hence no sets")
-        return render.sets_body(specs)
+        return Page(render.sets_body(specs))
 
-    def _GetRecord(self, request: OAIRequest, now: int) -> str:
+    def _GetRecord(self, request: OAIRequest, now: int) -> Page:
         assert request.identifier is not None and request.metadata_prefix is not None
         with self.index.snapshot() as snap:
             rec = snap.get(request.identifier)
@@ -114,9 +148,9 @@ class Repository:
             raise IdDoesNotExist(f"No item has the identifier {request.identifier!r}")
         fmt = self._format(request.metadata_prefix)
         metadata = None if rec.deleted else fmt.render(rec, self.context)
-        return render.verb_body("GetRecord", render.record(_header(rec), metadata))
+        return Page(render.verb_body("GetRecord", render.record(_header(rec), metadata)))
 
-    def _ListIdentifiers(self, request: OAIRequest, now: int) -> list[str]:
+    def _ListIdentifiers(self, request: OAIRequest, now: int) -> Page:
         state, limit = self._list_state(request, now), self.settings.page_size
         with self.index.snapshot() as snap:
             state = self._counted(state, snap)
@@ -129,10 +163,16 @@ class Repository:
             )
         page = rows[:limit]
         _require(page)
-        token = self._token(state, len(page), (page[-1][1], page[-1][0]), len(rows) > limit, now)
-        return render.list_body("ListIdentifiers", render.headers(page), token)
+        return self._list_page(
+            "ListIdentifiers",
+            render.headers(page),
+            state,
+            (page[-1][1], page[-1][0]),
+            len(rows) > limit,
+            now,
+        )
 
-    def _ListRecords(self, request: OAIRequest, now: int) -> list[str]:
+    def _ListRecords(self, request: OAIRequest, now: int) -> Page:
         """Pages are cut by count and by size: ``oai_didl`` records carry whole files."""
         state, limit = self._list_state(request, now), self.settings.records_page_size
         fmt = self._format(state.metadata_prefix)
@@ -157,8 +197,9 @@ class Repository:
         _require(parts)
         last = recs[len(parts) - 1]
         more = len(recs) > len(parts)
-        token = self._token(state, len(parts), (last.datestamp, last.identifier), more, now)
-        return render.list_body("ListRecords", parts, token)
+        return self._list_page(
+            "ListRecords", parts, state, (last.datestamp, last.identifier), more, now
+        )
 
     # -- lists -----------------------------------------------------------------------
 
@@ -184,21 +225,27 @@ class Repository:
             raise NoRecordsMatch("No item matches these arguments")
         return replace(state, total=total)
 
-    def _token(
-        self, state: ListState, sent: int, last: tuple[int, str], more: bool, now: int
-    ) -> str:
-        """The resumptionToken element (§3.5); none for a list that fit in one page, and an
-        empty one on the last page of a longer list."""
+    def _list_page(
+        self,
+        verb: str,
+        items: list[str],
+        state: ListState,
+        last: tuple[int, str],
+        more: bool,
+        now: int,
+    ) -> Page:
+        """The page and its resumptionToken element (§3.5): none for a list that fit in one
+        page, and an empty one on the last page of a longer list."""
         if not more:
-            total = max(state.total, state.cursor + sent)
-            return (
-                "" if state.cursor == 0 else render.resumption_token("", total, state.cursor, None)
-            )
-        nxt = state.advance(last, sent, now=now)
+            total = max(state.total, state.cursor + len(items))
+            last_page = state.cursor > 0
+            end = render.resumption_token("", total, state.cursor, None) if last_page else ""
+            return Page(render.list_body(verb, items, end))
+        nxt = state.advance(last, len(items), now=now)
         total = max(state.total, nxt.cursor + 1)
-        return render.resumption_token(
-            self.codec.encode(nxt), total, state.cursor, self.codec.expires(nxt)
-        )
+        token = self.codec.encode(nxt)
+        element = render.resumption_token(token, total, state.cursor, self.codec.expires(nxt))
+        return Page(render.list_body(verb, items, element), token)
 
 
 def _header(rec: FileRecord) -> str:

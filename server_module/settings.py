@@ -34,6 +34,7 @@ class ProviderSettings:
     inline_max: int = 1024 * 1024  # files up to this size go into oai_didl by value
     refresh_interval: float = 300.0  # seconds between index refreshes; 0 turns it off
     token_ttl: int = 7 * 24 * 3600  # resumption tokens expire after a week
+    read_ahead: bool = True  # make the next list page while the harvester parses this one
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     serve_files: bool = True  # False when nginx/Apache serves the files and proxies the endpoint
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument

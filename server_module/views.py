@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import zlib
+from functools import partial
 from importlib.resources import files as package_files
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -57,7 +58,14 @@ def repository() -> Repository:
 def oai_endpoint() -> Response:
     repo = repository()
     raw = _raw_arguments()
-    return _compressed(_too_large(repo) if raw is None else repo.handle(raw))
+    if raw is None:
+        return _compressed(_too_large(repo))
+    body, follow = repo.respond(raw)
+    response = _compressed(body)
+    if follow is not None and repo.settings.read_ahead:
+        # Runs once the body is sent, while the harvester parses it (see pagecache).
+        response.call_on_close(partial(repo.read_ahead, *follow))
+    return response
 
 
 def _raw_arguments() -> list[tuple[str, str]] | None:
