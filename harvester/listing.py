@@ -126,8 +126,13 @@ class Lister:
     # -- the didl strategy -------------------------------------------------------------
 
     def _archive_page(self, page: RawPage) -> None:
-        """The raw exchange, then every resource the page carries by value."""
+        """The raw exchange, then every resource the page carries by value: marked archived
+        in one transaction, committed before their WARC file can be finished."""
         self.recorder.exchange(page.exchange)
+        with self.recorder.writer.one_file(), self.state.batch():
+            self._archive_carried(page)
+
+    def _archive_carried(self, page: RawPage) -> None:
         for raw in page.records:
             meta = raw.metadata
             if raw.header.deleted or meta is None:

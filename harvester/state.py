@@ -26,6 +26,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -505,6 +506,16 @@ class HarvestState:
     def transaction(self) -> _Transaction:
         """One atomic step: ``with state.transaction(): ...``."""
         return _Transaction(self.db)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many steps, one commit. Unlike a transaction, a failure inside keeps the steps
+        done before it: each is whole on its own, and only the commits are shared."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db)

@@ -19,6 +19,7 @@ from harvester.archive.warc import verify_warc
 from harvester.cli import main
 from harvester.harvest import Harvest
 from harvester.settings import load_settings
+from harvester.state import HarvestState
 from server_module.index import FileIndex
 from tests.conftest import start_provider
 from tests.schemas import assert_valid
@@ -196,7 +197,10 @@ def kill_while_writing(argv: list[str], warcs: Path, pause: float) -> bool:
 
 
 @pytest.mark.slow
-def test_sigkill_at_any_moment_then_rerun_finishes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["get", "didl"])
+def test_sigkill_at_any_moment_then_rerun_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strategy: str
+) -> None:
     site = make_site(tmp_path / "www", pages=300, seed=9)
     out = tmp_path / "out"
     cmd = [
@@ -210,14 +214,26 @@ def test_sigkill_at_any_moment_then_rerun_finishes(tmp_path: Path) -> None:
         "--quiet",
         "--concurrency",
         "4",
+        "--oai-strategy",
+        strategy,
     ]
-    with start_provider(site.root, tmp_path / "index.sqlite", page_size=25) as server:
+    # didl marks a page's resources archived in one commit: rotate often, so that kills land
+    # around finished files too.
+    monkeypatch.setenv("HARVESTER_WARC_MAX_SIZE", "60000" if strategy == "didl" else "1000000000")
+    with start_provider(
+        site.root, tmp_path / "index.sqlite", page_size=25, records_page_size=25
+    ) as server:
         argv = [a.replace("{url}", server.url) for a in cmd]
         interrupted = [kill_while_writing(argv, out / "warcs", pause) for pause in (0.0, 0.1, 0.3)]
         assert any(interrupted), "no kill landed while a WARC file was open"
         assert subprocess.run(argv, capture_output=True, timeout=300).returncode == 0
         expected = {url_of(server, p) for p in site.public}
-    responses = Counter(h["WARC-Target-URI"] for t, h, _c in records(out) if t == "response")
+        endpoint = f"{server.url}/oai?"
+    responses = Counter(
+        h["WARC-Target-URI"]
+        for t, h, _c in records(out)
+        if t in ("response", "resource") and not h["WARC-Target-URI"].startswith(endpoint)
+    )
     assert set(responses) == expected, "no holes"
     assert max(responses.values()) == 1, "no duplicate response records"
     for path in (out / "warcs").iterdir():
@@ -260,8 +276,6 @@ def test_bad_xml_is_a_clear_error_and_the_state_stays(tmp_path: Path, fault: str
     assert (
         ("DOCTYPE" in error) if fault.startswith("entity") else ("XML" in error or "xml" in error)
     )
-    from harvester.state import HarvestState
-
     with HarvestState(out / "state.sqlite") as state:
         source = state.source(server.url)
         assert source is not None and source.harvested_until is None
@@ -299,8 +313,21 @@ def test_a_resource_changed_after_listing_is_detected(served, tmp_path: Path) ->
     out = tmp_path / "out"
     summary = harvest(server, out)
     assert summary["changed_during"] == 1
-    from harvester.state import HarvestState
-
     with HarvestState(out / "state.sqlite") as state:
         res = state.get(url_of(server, "docs/with space.html"))
     assert res is not None and res.status == "archived"
+
+
+def test_a_failure_inside_a_batch_keeps_the_steps_before_it(tmp_path: Path) -> None:
+    """``batch`` only shares commits: each step is whole, as a group flushed to disk is."""
+    site = "http://example.org"
+    with HarvestState(tmp_path / "state.sqlite") as state:
+        state.add_pending(site, [f"{site}/a", f"{site}/b"])
+        with pytest.raises(RuntimeError), state.batch():
+            state.mark_failed(f"{site}/a", "first step")
+            raise RuntimeError("the second step fails")
+        with pytest.raises(RuntimeError), state.transaction():
+            state.mark_failed(f"{site}/b", "undone")
+            raise RuntimeError("a transaction undoes everything")
+    with HarvestState(tmp_path / "state.sqlite") as state:
+        assert state.counts(site) == {"failed": 1, "pending": 1}

@@ -420,6 +420,22 @@ def test_write_group_needs_an_open_writer(tmp_path: Path) -> None:
         writer.write_group(http_group(writer, 0))
 
 
+def test_no_file_is_finished_inside_one_file(tmp_path: Path) -> None:
+    """A caller commits its state for a batch of groups inside ``one_file``: none of them may
+    reach a finished file first."""
+    writer = make_writer(tmp_path, max_size=3000)
+    with writer:
+        with writer.one_file():
+            batch = [writer.write_group(http_group(writer, n)) for n in range(8)]
+            assert not list(tmp_path.glob("*.warc.gz")), "a file was finished inside the block"
+        after = writer.write_group(http_group(writer, 8))
+    names = {loc.filename for group in batch for loc in group}
+    assert len(names) == 1
+    assert batch[-1][-1].offset > 3000, "the batch ran past max_size: it was held"
+    assert after[0].filename not in names, "the first group after the block rotates"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names | {after[0].filename})
+
+
 def test_rotation_by_size_never_splits_groups(tmp_path: Path) -> None:
     max_size = 6000
     writer = make_writer(tmp_path, max_size=max_size)

@@ -29,7 +29,8 @@ import shutil
 import socket
 import tempfile
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from io import BytesIO
@@ -125,6 +126,7 @@ class RotatingWARCWriter:
         self._make_id = make_id or _new_record_id
         self.durable = durable
         self._on_finish = on_finish
+        self._held = 0
         self._builder = RecordBuilder(warc_version=WARC_VERSION)
         self._serial = 0
         self._is_open = False
@@ -312,9 +314,25 @@ class RotatingWARCWriter:
 
     # -- files ----------------------------------------------------------------------
 
+    @contextmanager
+    def one_file(self) -> Iterator[None]:
+        """Groups written inside go into one file: no rotation until the block ends.
+
+        A caller that marks many groups archived in one state transaction commits it inside
+        the block. No group then reaches a finished file before the state knows it: after a
+        crash, only the open file's groups are matched with the state (the harvest's
+        reconcile step). The file may end past ``max_size`` by the block's groups.
+        """
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+
     def _file_for_group(self) -> _OpenFile:
         current = self._file
-        if current is not None and current.groups and current.fh.tell() >= self.max_size:
+        full = current is not None and current.groups and current.fh.tell() >= self.max_size
+        if current is not None and full and not self._held:
             log.info("%s reached %d bytes; rotating", current.path, current.fh.tell())
             self._finish()
             current = None
