@@ -160,11 +160,11 @@ class Options:
     per_host: int
 
 
-def ours(provider: Provider, out: Path, opts: Options) -> Child:
+def ours(provider: Provider, out: Path, opts: Options, strategy: str = "get") -> Child:
     """One ``harvester harvest`` run: initial on a new folder, incremental on a used one."""
     argv = [sys.executable, "-m", "harvester.cli", "harvest", provider.url, "--out", str(out),
             "--quiet", "--json", "--concurrency", str(opts.concurrency),
-            "--per-host", str(opts.per_host)]  # fmt: skip
+            "--per-host", str(opts.per_host), "--oai-strategy", strategy]  # fmt: skip
     return measured(argv, f"{out.name}-{'incremental' if out.exists() else 'initial'}")
 
 
@@ -244,10 +244,16 @@ async def _conditional_get(session: aiohttp.ClientSession, item: Known) -> int:
 class Captures:
     responses: frozenset[str]  # relative paths of HTTP 200 responses
     deletions: int  # metadata records that close no capture of their own: deletion notes
+    resources: frozenset[str] = frozenset()  # relative paths of resource records (didl)
+
+    @property
+    def captures(self) -> frozenset[str]:
+        return self.responses | self.resources
 
 
 def read_warcs(paths: Iterable[Path]) -> Captures:
     responses: set[str] = set()
+    resources: set[str] = set()
     content_ids: set[str] = set()
     refers: list[str] = []
     for path in paths:
@@ -258,10 +264,12 @@ def read_warcs(paths: Iterable[Path]) -> Captures:
                     content_ids.add(headers.get_header("WARC-Record-ID"))
                 if record.rec_type == "response" and record.http_headers.get_statuscode() == "200":
                     responses.add(relpath(headers.get_header("WARC-Target-URI")))
+                elif record.rec_type == "resource":
+                    resources.add(relpath(headers.get_header("WARC-Target-URI")))
                 elif record.rec_type == "metadata":
                     refers.append(headers.get_header("WARC-Refers-To") or "")
     deletions = sum(1 for ref in refers if ref not in content_ids)
-    return Captures(frozenset(responses), deletions)
+    return Captures(frozenset(responses), deletions, frozenset(resources))
 
 
 def relpath(url: str) -> str:
@@ -282,25 +290,34 @@ def coverage(found: frozenset[str], manifest: Manifest) -> float:
 
 @dataclass
 class Initial:
-    ours: list[Child]
+    ours: list[Child]  # --oai-strategy get (the default), into ours-<run>
+    didl: list[Child]  # --oai-strategy didl, into didl-<run>
     wget: list[Child]
     ours_found: frozenset[str]
+    didl_found: frozenset[str]
     wget_found: frozenset[str]
 
     def rates(self) -> tuple[float, float]:
-        """Median pages/s: files archived over wall seconds."""
-        fetched = [_summary(c)["fetched"] for c in self.ours]
-        ours = median([n / c.seconds for n, c in zip(fetched, self.ours, strict=True)])
-        return ours, median([len(self.wget_found) / c.seconds for c in self.wget])
+        """Median pages/s: files archived over wall seconds (ours with ``get``, wget)."""
+        return _rate(self.ours), median([len(self.wget_found) / c.seconds for c in self.wget])
+
+    def didl_rate(self) -> float:
+        return _rate(self.didl)
+
+
+def _rate(runs: list[Child]) -> float:
+    return median([_summary(c)["fetched"] / c.seconds for c in runs])
 
 
 def initial(provider: Provider, opts: Options) -> Initial:
-    """Ours and wget, alternating, each into a fresh folder."""
-    got = Initial([], [], frozenset(), frozenset())
+    """Ours (both strategies) and wget, alternating, each into a fresh folder."""
+    got = Initial([], [], [], frozenset(), frozenset(), frozenset())
     for run in range(1, opts.runs + 1):
         got.ours.append(ours(provider, OUT / f"ours-{run}", opts))
+        got.didl.append(ours(provider, OUT / f"didl-{run}", opts, "didl"))
         got.wget.append(wget_warc(provider, OUT / f"wget-{run}"))
     got.ours_found = read_warcs(ours_warcs(OUT / "ours-1")).responses
+    got.didl_found = read_warcs(ours_warcs(OUT / "didl-1")).captures
     got.wget_found = read_warcs((OUT / "wget-1").glob("*.warc.gz")).responses
     return got
 
@@ -473,16 +490,22 @@ def _row(metric: str, ours: object, peer: object = "", ratio: object = "", targe
 
 def _initial_rows(first: Initial, manifest: Manifest) -> list[list[object]]:
     ours_rate, wget_rate = first.rates()
-    ours_cov, wget_cov = (coverage(f, manifest) for f in (first.ours_found, first.wget_found))
-    ratio = ours_rate / wget_rate
+    found = (first.ours_found, first.didl_found, first.wget_found)
+    ours_cov, didl_cov, wget_cov = (coverage(f, manifest) for f in found)
+    ratio, didl_ratio = ours_rate / wget_rate, first.didl_rate() / wget_rate
     files = len(manifest.public)
     return [
         _row(f"initial harvest of {files:,} files, pages/s (ratio ours / wget)", ours_rate,
              wget_rate, ratio, f">= {TARGET_RATE:g}x", ratio >= TARGET_RATE),
+        _row("the same with --oai-strategy didl, pages/s (ratio ours / wget)",
+             first.didl_rate(), wget_rate, didl_ratio, f">= {TARGET_RATE:g}x",
+             didl_ratio >= TARGET_RATE),
         _row("initial harvest, wall s", median([c.seconds for c in first.ours]),
              median([c.seconds for c in first.wget])),
+        _row("initial harvest with didl, wall s", median([c.seconds for c in first.didl])),
         _row("coverage of the site's public files (%)", 100 * ours_cov, 100 * wget_cov, "",
              "ours 100%", ours_cov == 1.0),
+        _row("coverage with didl (%)", 100 * didl_cov, "", "", "100%", didl_cov == 1.0),
         _row("client peak RSS, initial harvest (MB)", max(c.rss_mb for c in first.ours),
              max(c.rss_mb for c in first.wget)),
     ]  # fmt: skip
@@ -540,6 +563,8 @@ def _figures(
         "pages_per_s": round(ours_rate, 1),
         "wget_pages_per_s": round(wget_rate, 1),
         "ratio": round(ours_rate / wget_rate, 2),
+        "didl_pages_per_s": round(first.didl_rate(), 1),
+        "didl_ratio": round(first.didl_rate() / wget_rate, 2),
         "coverage": round(coverage(first.ours_found, manifest), 4),
         "wget_coverage": round(coverage(first.wget_found, manifest), 4),
         "incremental_s": round(a, 2),

@@ -29,6 +29,7 @@ import shutil
 import socket
 import tempfile
 import uuid
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
@@ -62,6 +63,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 WARC_VERSION = "1.1"
+GZIP_LEVEL = 6  # zlib's default; warcio's 9 costs more CPU for a few percent of size
 DEFAULT_MAX_SIZE = 1_000_000_000
 REVISIT_PROFILES: Mapping[str, str] = {
     "identical-payload-digest": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
@@ -86,13 +88,41 @@ class RecordLocation:
     warc_date: str
 
 
+class _GzipMembers:
+    """What warcio writes a record through: one gzip member per record, streamed.
+
+    warcio's own gzip wrapper compresses at level 9 and flushes the file after every record;
+    here the level is zlib's default (6), and the file is flushed once per group, by
+    :meth:`RotatingWARCWriter.write_group`. warcio calls ``flush`` at each record's end.
+    """
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh = fh
+        self._member: Any = None  # zlib's compressor type is not importable for a hint
+
+    def write(self, data: bytes) -> None:
+        if self._member is None:
+            self._member = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        self.fh.write(self._member.compress(data))
+
+    def flush(self) -> None:
+        if self._member is not None:
+            self.fh.write(self._member.flush())
+            self._member = None
+
+    def discard(self) -> None:
+        """Forget a record cut off half-written (the file is cut back by the caller)."""
+        self._member = None
+
+
 @dataclass
 class _OpenFile:
-    """The ``.open`` file being written, with its warcio writer."""
+    """The ``.open`` file being written, with its warcio writer and what that writes through."""
 
     path: Path
     fh: BinaryIO
     writer: WARCWriter
+    members: _GzipMembers
     groups: int = 0
     captures: list[str] = field(default_factory=list)  # CDXJ lines of its capture records
 
@@ -342,7 +372,9 @@ class RotatingWARCWriter:
 
     def _start_file(self) -> _OpenFile:
         path, fh = self._create_unique()
-        current = _OpenFile(path, fh, WARCWriter(fh, gzip=True, warc_version=WARC_VERSION))
+        members = _GzipMembers(fh)
+        writer = WARCWriter(members, gzip=False, warc_version=WARC_VERSION)
+        current = _OpenFile(path, fh, writer, members)
         try:
             self._write_record(current, self._warcinfo_record(current.name))
             fh.flush()
@@ -402,6 +434,7 @@ class RotatingWARCWriter:
     def _roll_back(self, current: _OpenFile, start: int, lines: int) -> None:
         """Cut a half-written group off, so that groups are never split."""
         del current.captures[lines:]
+        current.members.discard()
         try:
             current.fh.seek(start)
             current.fh.truncate()
