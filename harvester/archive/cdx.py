@@ -296,7 +296,8 @@ def _unindexed(paths: Sequence[Path], indexed: set[str]) -> list[Path]:
     todo: dict[str, Path] = {}
     for path in paths:
         if path.name in indexed or path.name in todo:
-            log.info("%s is indexed already or listed twice; skipping it", path)
+            # debug: the end of every run passes every WARC of the collection through here
+            log.debug("%s is indexed already or listed twice; skipping it", path)
         else:
             todo[path.name] = path
     return list(todo.values())
