@@ -1,13 +1,14 @@
 """The file index: which files of the site are OAI-PMH items, and since when.
 
 One row per file ever seen under the document root, keyed by its relative path (bytes, so
-names that are not UTF-8 work). A refresh scans the tree (:mod:`server_module.scan`), hashes
-only files whose stat changed (:mod:`server_module.filemeta`), and writes every change in one
-short SQLite transaction. The second of that transaction is the datestamp of each new version
-or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became known to the repository, so a
-harvester asking ``from=<its last harvest>`` misses nothing even when ``cp -p`` or ``rsync -a``
-bring in files with old mtimes. Deleted files keep their row with ``deleted = 1`` (§2.5.1,
-persistent deletion).
+names that are not UTF-8 work). A refresh walks the tree (:mod:`server_module.scan`) and the
+rows side by side, both in byte order of the path, so it holds only the changes, never the
+whole tree or index; it hashes only files whose stat changed (:mod:`server_module.filemeta`),
+and writes every change in one short SQLite transaction. The second of that transaction is the
+datestamp of each new version or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became
+known to the repository, so a harvester asking ``from=<its last harvest>`` misses nothing even
+when ``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted files keep their row
+with ``deleted = 1`` (§2.5.1, persistent deletion).
 
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
@@ -34,7 +35,7 @@ from urllib.parse import quote
 from server_module.exceptions import IndexSchemaError
 from server_module.filemeta import Stat, Version, extract_title, guess_mime, read_version
 from server_module.records import FileRecord, mime_for_set_spec, set_specs_for
-from server_module.scan import DEFAULT_EXCLUDES, Scanner
+from server_module.scan import DEFAULT_EXCLUDES, Found, Scanner
 
 __all__ = [
     "DEFAULT_EXCLUDES",
@@ -163,6 +164,11 @@ class _Plan:
     added: int = 0
     changed: int = 0
     unchanged: int = 0
+
+    def gone(self, old: _Known) -> None:
+        """A row whose file the walk did not find: a deletion, unless it is one already."""
+        if not old.deleted:
+            self.deletions.append(old.relpath)
 
     def stats(self, seconds: float) -> RefreshStats:
         return RefreshStats(
@@ -441,9 +447,8 @@ class FileIndex:
             started = time.monotonic()
             conn = self._connect()
             try:
-                known = self._load_known(conn)
                 racy_ns = time.time_ns() - RACY_WINDOW_NS
-                plan = self._plan(known, self._scan(), racy_ns)
+                plan = self._plan(self._known(conn), self._scan(), racy_ns)
                 if plan.upserts or plan.touches or plan.deletions:
                     self._write(conn, plan)
             finally:
@@ -477,38 +482,48 @@ class FileIndex:
         finally:
             os.close(fd)  # releases the lock
 
-    def _scan(self) -> dict[bytes, tuple[bytes, Stat]]:
+    def _scan(self) -> Iterator[Found]:
         index = os.fsencode(os.path.realpath(self.path))
         skip = frozenset(index + suffix for suffix in INDEX_SUFFIXES)
-        return Scanner(os.fsencode(self.docroot), self.exclude, skip).scan()
+        return Scanner(os.fsencode(self.docroot), self.exclude, skip).walk()
 
     @staticmethod
-    def _load_known(conn: sqlite3.Connection) -> dict[bytes, _Known]:
+    def _known(conn: sqlite3.Connection) -> Iterator[_Known]:
+        """Every row, in relative-path order (the UNIQUE index's: no sort, nothing held)."""
         rows = conn.execute(
             "SELECT relpath, size, mtime_ns, ctime_ns, inode, sha256, deleted FROM files"
+            " ORDER BY relpath"
         )
-        return {row.relpath: row for row in map(_Known._make, rows)}
+        return map(_Known._make, rows)
 
-    def _plan(
-        self, known: dict[bytes, _Known], found: dict[bytes, tuple[bytes, Stat]], racy_ns: int
-    ) -> _Plan:
-        """Compare disk and index; hash only what is new or whose stat changed."""
-        plan = _Plan(scanned=len(found))
-        present: set[bytes] = set()
-        for rel, (path, st) in found.items():
-            old = known.get(rel)
-            if old is not None and not old.deleted and old.stat == st:
+    def _plan(self, known: Iterator[_Known], found: Iterator[Found], racy_ns: int) -> _Plan:
+        """Compare disk and index, both in relative-path order, as a merge: only the changes
+        are held. Hash only what is new or whose stat changed."""
+        plan = _Plan(scanned=0)
+        old, previous = next(known, None), b""
+        for rel, path, st in found:
+            if rel <= previous:  # a merge out of order would take present files as deleted
+                raise RuntimeError(f"the walk gave {rel!r} after {previous!r}")
+            plan.scanned, previous = plan.scanned + 1, rel
+            while old is not None and old.relpath < rel:
+                plan.gone(old)
+                old = next(known, None)
+            match = old if old is not None and old.relpath == rel else None
+            if match is not None:
+                old = next(known, None)
+            if match is not None and not match.deleted and match.stat == st:
                 plan.unchanged += 1
-                present.add(rel)
                 continue
             version = read_version(path)
-            if version is not None:
-                plan.hashed += 1
-                present.add(rel)
-                self._classify(
-                    plan, rel, old, version._replace(stat=_settled(version.stat, racy_ns))
-                )
-        plan.deletions = [r for r, old in known.items() if not old.deleted and r not in present]
+            if version is None:  # vanished or unreadable since the walk: as if not found
+                if match is not None:
+                    plan.gone(match)
+                continue
+            plan.hashed += 1
+            self._classify(plan, rel, match, version._replace(stat=_settled(version.stat, racy_ns)))
+        while old is not None:
+            plan.gone(old)
+            old = next(known, None)
         return plan
 
     def _classify(self, plan: _Plan, rel: bytes, old: _Known | None, new: Version) -> None:

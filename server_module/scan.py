@@ -18,7 +18,8 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import NamedTuple
 
 from server_module.filemeta import Stat
@@ -35,6 +36,14 @@ class _Dir(NamedTuple):
     seen: frozenset[bytes]  # realpaths of the folders above, to break symlink loops
 
 
+class Found(NamedTuple):
+    """A file that is an item."""
+
+    relpath: bytes
+    path: bytes  # the path to read it by
+    stat: Stat
+
+
 class Scanner:
     """Walks the document root as the site serves it, with bytes paths throughout."""
 
@@ -44,32 +53,45 @@ class Scanner:
         pattern = "|".join(f"(?:{fnmatch.translate(p)})" for p in exclude) or "(?!)"
         self._exclude = re.compile(pattern, re.DOTALL).match
         self._skip = skip
-        self.found: dict[bytes, tuple[bytes, Stat]] = {}
 
-    def scan(self) -> dict[bytes, tuple[bytes, Stat]]:
-        """Relative path -> (path to read, stat) of every file that is an item."""
+    def walk(self) -> Iterator[Found]:
+        """Every file that is an item, in byte order of relative path: the index's order, so a
+        refresh can merge the two without holding either in memory.
+
+        Each folder's entries are sorted with a folder's name followed by ``/``, which puts
+        ``a-b`` before everything under ``a/``, as byte order of the whole paths does. Only one
+        folder's entries per level of depth are held at a time.
+        """
         # A missing or unreadable root (an unmounted disk) must fail the refresh, not read as
         # "every file was deleted".
         os.scandir(self._root).close()
         real = self._real_root
-        stack = [_Dir(self._root, b"", real, frozenset((real,)))]
+        stack = [iter(self._entries(_Dir(self._root, b"", real, frozenset((real,)))))]
         while stack:
-            stack.extend(self._scan_dir(stack.pop()))
-        return self.found
+            item = next(stack[-1], None)
+            if item is None:
+                stack.pop()
+            elif isinstance(item, _Dir):
+                stack.append(iter(self._entries(item)))
+            else:
+                yield item
 
-    def _scan_dir(self, folder: _Dir) -> list[_Dir]:
-        subdirs: list[_Dir] = []
+    def _entries(self, folder: _Dir) -> list[Found | _Dir]:
+        """A folder's items and subfolders, in walk order."""
+        keyed: list[tuple[bytes, Found | _Dir]] = []
         try:
             with os.scandir(folder.path) as entries:
                 for entry in entries:
-                    sub = self._visit(entry, folder)
-                    if sub is not None:
-                        subdirs.append(sub)
+                    item = self._visit(entry, folder)
+                    if item is not None:
+                        key = entry.name + b"/" if isinstance(item, _Dir) else entry.name
+                        keyed.append((key, item))
         except OSError as exc:
             log.warning("cannot list %r: %s", folder.path, exc)
-        return subdirs
+        keyed.sort(key=itemgetter(0))
+        return [item for _key, item in keyed]
 
-    def _visit(self, entry: os.DirEntry[bytes], folder: _Dir) -> _Dir | None:
+    def _visit(self, entry: os.DirEntry[bytes], folder: _Dir) -> Found | _Dir | None:
         name = entry.name
         if name.startswith(b".") or self._exclude(os.fsdecode(name)):
             return None
@@ -81,12 +103,12 @@ class Scanner:
             if entry.is_dir(follow_symlinks=False):
                 return _Dir(entry.path, rel + b"/", real, folder.seen | {real})
             if entry.is_file(follow_symlinks=False):
-                self._add(entry.path, rel, real, entry.stat(follow_symlinks=False))
+                return self._file(entry.path, rel, real, entry.stat(follow_symlinks=False))
         except OSError as exc:  # vanished or unreadable while we looked
             log.debug("skipping %r: %s", entry.path, exc)
         return None
 
-    def _symlink(self, path: bytes, rel: bytes, folder: _Dir) -> _Dir | None:
+    def _symlink(self, path: bytes, rel: bytes, folder: _Dir) -> Found | _Dir | None:
         target = os.path.realpath(path)
         if not self._inside(target):
             log.debug("not following %r: it leaves the document root", path)
@@ -95,7 +117,7 @@ class Scanner:
         if stat.S_ISDIR(st.st_mode) and target not in folder.seen:
             return _Dir(path, rel + b"/", target, folder.seen | {target})
         if stat.S_ISREG(st.st_mode):
-            self._add(path, rel, target, st)
+            return self._file(path, rel, target, st)
         return None
 
     def _inside(self, real: bytes) -> bool:
@@ -105,6 +127,7 @@ class Scanner:
         inner = real[len(self._real_root) + 1 :]
         return not any(part.startswith(b".") for part in inner.split(b"/"))
 
-    def _add(self, path: bytes, rel: bytes, real: bytes, st: os.stat_result) -> None:
-        if real not in self._skip:
-            self.found[rel] = (path, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    def _file(self, path: bytes, rel: bytes, real: bytes, st: os.stat_result) -> Found | None:
+        if real in self._skip:
+            return None
+        return Found(rel, path, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
