@@ -127,7 +127,7 @@ class Lister:
 
     def _archive_page(self, page: RawPage) -> None:
         """The raw exchange, then every resource the page carries by value: marked archived
-        in one transaction, committed before their WARC file can be finished."""
+        with one commit, made before their WARC file can be finished."""
         self.recorder.exchange(page.exchange)
         with self.recorder.writer.one_file(), self.state.batch():
             self._archive_carried(page)

@@ -71,17 +71,11 @@ class PageCache:
             entry = self._entries.pop((verb, token), None)
             if entry is not None:
                 self._bytes -= entry.size
-            fresh = (
-                entry is not None
-                and entry.generation == generation
-                and self.clock() - entry.made < self.ttl_s
-            )
-            if not fresh:
-                self.misses += 1
-                return None
-            self.hits += 1
-        assert entry is not None
-        return entry.page
+                if entry.generation == generation and self.clock() - entry.made < self.ttl_s:
+                    self.hits += 1
+                    return entry.page
+            self.misses += 1
+            return None
 
     def put(self, verb: str, token: str, generation: int, page: Page) -> None:
         size = page.size

@@ -348,8 +348,8 @@ class RotatingWARCWriter:
     def one_file(self) -> Iterator[None]:
         """Groups written inside go into one file: no rotation until the block ends.
 
-        A caller that marks many groups archived in one state transaction commits it inside
-        the block. No group then reaches a finished file before the state knows it: after a
+        A caller that marks many groups archived with one state commit makes it inside the
+        block. No group then reaches a finished file before the state knows it: after a
         crash, only the open file's groups are matched with the state (the harvest's
         reconcile step). The file may end past ``max_size`` by the block's groups.
         """
@@ -361,8 +361,12 @@ class RotatingWARCWriter:
 
     def _file_for_group(self) -> _OpenFile:
         current = self._file
-        full = current is not None and current.groups and current.fh.tell() >= self.max_size
-        if current is not None and full and not self._held:
+        if (
+            current is not None
+            and not self._held
+            and current.groups
+            and current.fh.tell() >= self.max_size
+        ):
             log.info("%s reached %d bytes; rotating", current.path, current.fh.tell())
             self._finish()
             current = None
