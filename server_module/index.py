@@ -2,13 +2,13 @@
 
 One row per file ever seen under the document root, keyed by its relative path (bytes, so
 names that are not UTF-8 work). A refresh walks the tree (:mod:`server_module.scan`) and the
-rows side by side, both in byte order of the path, so it holds only the changes, never the
-whole tree or index; it hashes only files whose stat changed (:mod:`server_module.filemeta`),
-and writes every change in one short SQLite transaction. The second of that transaction is the
-datestamp of each new version or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became
-known to the repository, so a harvester asking ``from=<its last harvest>`` misses nothing even
-when ``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted files keep their row
-with ``deleted = 1`` (§2.5.1, persistent deletion).
+rows side by side, both in byte order of the path, holding only the changes
+(:mod:`server_module.changes`); it hashes only files whose stat changed, and writes every
+change in one short SQLite transaction. The second of that transaction is the datestamp of
+each new version or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became known to the
+repository, so a harvester asking ``from=<its last harvest>`` misses nothing even when
+``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted files keep their row with
+``deleted = 1`` (§2.5.1, persistent deletion).
 
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
@@ -26,15 +26,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
-from urllib.parse import quote
+from typing import Any
 
+from server_module.changes import Changes, Known, RefreshStats, find_changes
 from server_module.exceptions import IndexSchemaError
-from server_module.filemeta import Stat, Version, extract_title, guess_mime, read_version
-from server_module.records import FileRecord, mime_for_set_spec, set_specs_for
+from server_module.records import FileRecord, make_identifier, mime_for_set_spec, set_specs_for
 from server_module.scan import DEFAULT_EXCLUDES, Found, Scanner
 
 __all__ = [
@@ -44,8 +42,6 @@ __all__ = [
     "RefreshStats",
     "Snapshot",
     "default_index_path",
-    "extract_title",
-    "make_identifier",
 ]
 
 log = logging.getLogger(__name__)
@@ -102,19 +98,6 @@ _RECORD_COLUMNS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class RefreshStats:
-    """What one refresh saw and did. ``unchanged`` includes stat-only updates."""
-
-    scanned: int
-    hashed: int
-    added: int
-    changed: int
-    deleted: int
-    unchanged: int
-    seconds: float
-
-
 def default_index_path(docroot: str | os.PathLike[str]) -> Path:
     """The index beside (never inside) the document root.
 
@@ -125,71 +108,6 @@ def default_index_path(docroot: str | os.PathLike[str]) -> Path:
     if not root.name:
         raise ValueError("the file system root needs an explicit index path")
     return root.parent / f".{root.name}.oai-index.sqlite"
-
-
-def make_identifier(base_url: str, relpath: bytes) -> str:
-    """The item's public URL: pure ASCII, every byte outside the unreserved set escaped.
-
-    >>> make_identifier("http://h/site/", b"docs/caf\\xe9 1%.txt")
-    'http://h/site/docs/caf%E9%201%25.txt'
-    """
-    return f"{base_url.rstrip('/')}/{quote(relpath, safe='/')}"
-
-
-class _Known(NamedTuple):
-    """An index row, as far as a refresh needs it."""
-
-    relpath: bytes
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    inode: int
-    sha256: str
-    deleted: int
-
-    @property
-    def stat(self) -> Stat:
-        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
-
-
-@dataclass
-class _Plan:
-    """Everything a refresh will write, gathered before the write transaction opens."""
-
-    scanned: int
-    upserts: list[tuple[object, ...]] = field(default_factory=list)
-    touches: list[tuple[int, int, bytes]] = field(default_factory=list)
-    deletions: list[bytes] = field(default_factory=list)
-    hashed: int = 0
-    added: int = 0
-    changed: int = 0
-    unchanged: int = 0
-
-    def gone(self, old: _Known) -> None:
-        """A row whose file the walk did not find: a deletion, unless it is one already."""
-        if not old.deleted:
-            self.deletions.append(old.relpath)
-
-    def stats(self, seconds: float) -> RefreshStats:
-        return RefreshStats(
-            scanned=self.scanned,
-            hashed=self.hashed,
-            added=self.added,
-            changed=self.changed,
-            deleted=len(self.deletions),
-            unchanged=self.unchanged,
-            seconds=round(seconds, 3),
-        )
-
-
-def _settled(found: Stat, racy_ns: int) -> Stat:
-    """The stat to store: with ctime 0 if the file changed too recently to trust (see above).
-
-    >>> _settled((1, 2, 3, 4), racy_ns=10), _settled((1, 2, 30, 4), racy_ns=10)
-    ((1, 2, 3, 4), (1, 2, 0, 4))
-    """
-    size, mtime_ns, ctime_ns, inode = found
-    return found if ctime_ns < racy_ns else (size, mtime_ns, 0, inode)
 
 
 def _filters(
@@ -448,12 +366,14 @@ class FileIndex:
             conn = self._connect()
             try:
                 racy_ns = time.time_ns() - RACY_WINDOW_NS
-                plan = self._plan(self._known(conn), self._scan(), racy_ns)
-                if plan.upserts or plan.touches or plan.deletions:
-                    self._write(conn, plan)
+                changes = find_changes(
+                    self._known(conn), self._scan(), racy_ns=racy_ns, base_url=self.base_url
+                )
+                if changes:
+                    self._write(conn, changes)
             finally:
                 conn.close()
-        stats = plan.stats(time.monotonic() - started)
+        stats = changes.stats(time.monotonic() - started)
         log.info(
             "refreshed %s: %d scanned, %d hashed, %d added, %d changed, %d deleted, "
             "%d unchanged in %.3f s",
@@ -488,77 +408,15 @@ class FileIndex:
         return Scanner(os.fsencode(self.docroot), self.exclude, skip).walk()
 
     @staticmethod
-    def _known(conn: sqlite3.Connection) -> Iterator[_Known]:
+    def _known(conn: sqlite3.Connection) -> Iterator[Known]:
         """Every row, in relative-path order (the UNIQUE index's: no sort, nothing held)."""
         rows = conn.execute(
             "SELECT relpath, size, mtime_ns, ctime_ns, inode, sha256, deleted FROM files"
             " ORDER BY relpath"
         )
-        return map(_Known._make, rows)
+        return map(Known._make, rows)
 
-    def _plan(self, known: Iterator[_Known], found: Iterator[Found], racy_ns: int) -> _Plan:
-        """Compare disk and index, both in relative-path order, as a merge: only the changes
-        are held. Hash only what is new or whose stat changed."""
-        plan = _Plan(scanned=0)
-        old, previous = next(known, None), b""
-        for rel, path, st in found:
-            if rel <= previous:  # a merge out of order would take present files as deleted
-                raise RuntimeError(f"the walk gave {rel!r} after {previous!r}")
-            plan.scanned, previous = plan.scanned + 1, rel
-            while old is not None and old.relpath < rel:
-                plan.gone(old)
-                old = next(known, None)
-            match = old if old is not None and old.relpath == rel else None
-            if match is not None:
-                old = next(known, None)
-            if match is not None and not match.deleted and match.stat == st:
-                plan.unchanged += 1
-                continue
-            version = read_version(path)
-            if version is None:  # vanished or unreadable since the walk: as if not found
-                if match is not None:
-                    plan.gone(match)
-                continue
-            plan.hashed += 1
-            self._classify(plan, rel, match, version._replace(stat=_settled(version.stat, racy_ns)))
-        while old is not None:
-            plan.gone(old)
-            old = next(known, None)
-        return plan
-
-    def _classify(self, plan: _Plan, rel: bytes, old: _Known | None, new: Version) -> None:
-        size, mtime_ns, ctime_ns, inode = new.stat
-        if old is not None and not old.deleted:
-            if (old.sha256, old.stat[:2]) == (new.sha256, new.stat[:2]):
-                # Same bytes and same Last-Modified: not a new version (e.g. a `touch -c`
-                # that restored the mtime, or a copy over itself).
-                plan.touches.append((ctime_ns, inode, rel))
-                plan.unchanged += 1
-                return
-            plan.changed += 1
-        else:
-            plan.added += 1
-        mime = guess_mime(rel)
-        title = extract_title(new.head) if mime == "text/html" else None
-        identifier = make_identifier(self.base_url, rel)
-        major = mime.partition("/")[0]
-        plan.upserts.append(
-            (
-                rel,
-                identifier,
-                size,
-                mtime_ns,
-                ctime_ns,
-                inode,
-                new.sha1,
-                new.sha256,
-                mime,
-                major,
-                title,
-            )
-        )
-
-    def _write(self, conn: sqlite3.Connection, plan: _Plan) -> None:
+    def _write(self, conn: sqlite3.Connection, plan: Changes) -> None:
         """All changes in one short transaction, stamped with the second it commits in."""
         conn.execute("BEGIN IMMEDIATE")
         try:

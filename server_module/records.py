@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +53,12 @@ def mime_for_set_spec(spec: str) -> tuple[str, str | None]:
     """
     major, sep, minor = spec.partition(":")
     return major, f"{major}/{minor.replace('~', '+')}" if sep else None
+
+
+def make_identifier(base_url: str, relpath: bytes) -> str:
+    """The item's public URL: pure ASCII, every byte outside the unreserved set escaped.
+
+    >>> make_identifier("http://h/site/", b"docs/caf\\xe9 1%.txt")
+    'http://h/site/docs/caf%E9%201%25.txt'
+    """
+    return f"{base_url.rstrip('/')}/{quote(relpath, safe='/')}"

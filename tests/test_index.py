@@ -20,15 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server_module import index as index_module
+from server_module.filemeta import extract_title
 from server_module.index import (
     FileIndex,
     IndexSchemaError,
     RefreshStats,
     default_index_path,
-    extract_title,
-    make_identifier,
 )
-from server_module.records import FileRecord
+from server_module.records import FileRecord, make_identifier
 from server_module.scan import Scanner
 from tests.sites import NON_UTF8_NAME, Manifest, make_site
 
