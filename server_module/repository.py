@@ -98,11 +98,12 @@ class Repository:
         self.pages.put(verb, token, generation, page)
 
     def _dispatch(self, request: OAIRequest, now: int) -> Page:
-        if request.resumption_token is not None:
-            self.codec.decode(request.resumption_token, verb=request.verb)  # expired, forged?
+        token = request.resumption_token
+        if token is not None:
             with self.index.snapshot() as snap:
-                kept = self.pages.get(request.verb, request.resumption_token, snap.generation())
+                kept = self.pages.get(request.verb, token, snap.generation())
             if kept is not None:
+                self.codec.decode(token, verb=request.verb)  # kept, but has it expired since?
                 return kept
         return self._handler(request.verb)(request, now)
 
