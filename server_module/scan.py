@@ -19,7 +19,6 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
-from operator import itemgetter
 from typing import NamedTuple
 
 from server_module.filemeta import Stat
@@ -58,55 +57,65 @@ class Scanner:
         """Every file that is an item, in byte order of relative path: the index's order, so a
         refresh can merge the two without holding either in memory.
 
-        Each folder's entries are sorted with a folder's name followed by ``/``, which puts
-        ``a-b`` before everything under ``a/``, as byte order of the whole paths does. Only one
-        folder's entries per level of depth are held at a time.
+        Each folder's entry names are sorted with a folder's name followed by ``/``, which puts
+        ``a-b`` before everything under ``a/``, as byte order of the whole paths does. Only the
+        names of one folder per level of depth are held (about 100 bytes each); each entry is
+        looked at when the walk reaches it.
         """
         # A missing or unreadable root (an unmounted disk) must fail the refresh, not read as
         # "every file was deleted".
         os.scandir(self._root).close()
         real = self._real_root
-        stack = [iter(self._entries(_Dir(self._root, b"", real, frozenset((real,)))))]
+        root = _Dir(self._root, b"", real, frozenset((real,)))
+        stack = [(root, iter(self._listing(root)))]
         while stack:
-            item = next(stack[-1], None)
-            if item is None:
+            folder, keys = stack[-1]
+            key = next(keys, None)
+            if key is None:
                 stack.pop()
-            elif isinstance(item, _Dir):
-                stack.append(iter(self._entries(item)))
-            else:
+                continue
+            item = self._visit(folder, key)
+            if isinstance(item, _Dir):
+                stack.append((item, iter(self._listing(item))))
+            elif item is not None:
                 yield item
 
-    def _entries(self, folder: _Dir) -> list[Found | _Dir]:
-        """A folder's items and subfolders, in walk order."""
-        keyed: list[tuple[bytes, Found | _Dir]] = []
+    def _listing(self, folder: _Dir) -> list[bytes]:
+        """The names to visit in a folder, in walk order; a folder's (or a link to one's)
+        with ``/`` appended."""
+        keys: list[bytes] = []
         try:
             with os.scandir(folder.path) as entries:
                 for entry in entries:
-                    item = self._visit(entry, folder)
-                    if item is not None:
-                        key = entry.name + b"/" if isinstance(item, _Dir) else entry.name
-                        keyed.append((key, item))
+                    name = entry.name
+                    if name.startswith(b".") or self._exclude(os.fsdecode(name)):
+                        continue
+                    keys.append(name + b"/" if _is_dir(entry) else name)
         except OSError as exc:
             log.warning("cannot list %r: %s", folder.path, exc)
-        keyed.sort(key=itemgetter(0))
-        return [item for _key, item in keyed]
+        keys.sort()
+        return keys
 
-    def _visit(self, entry: os.DirEntry[bytes], folder: _Dir) -> Found | _Dir | None:
-        name = entry.name
-        if name.startswith(b".") or self._exclude(os.fsdecode(name)):
-            return None
-        rel = folder.prefix + name
+    def _visit(self, folder: _Dir, key: bytes) -> Found | _Dir | None:
+        listed_dir = key.endswith(b"/")
+        name = key[:-1] if listed_dir else key
+        path, rel = os.path.join(folder.path, name), folder.prefix + name
         try:
-            if entry.is_symlink():
-                return self._symlink(entry.path, rel, folder)
-            real = folder.real + b"/" + name
-            if entry.is_dir(follow_symlinks=False):
-                return _Dir(entry.path, rel + b"/", real, folder.seen | {real})
-            if entry.is_file(follow_symlinks=False):
-                return self._file(entry.path, rel, real, entry.stat(follow_symlinks=False))
-        except OSError as exc:  # vanished or unreadable while we looked
-            log.debug("skipping %r: %s", entry.path, exc)
-        return None
+            st = os.lstat(path)
+            item: Found | _Dir | None = None
+            if stat.S_ISLNK(st.st_mode):
+                item = self._symlink(path, rel, folder)
+            elif stat.S_ISDIR(st.st_mode):
+                real = folder.real + b"/" + name
+                item = _Dir(path, rel + b"/", real, folder.seen | {real})
+            elif stat.S_ISREG(st.st_mode):
+                item = self._file(path, rel, folder.real + b"/" + name, st)
+        except OSError as exc:  # vanished or unreadable since the listing
+            log.debug("skipping %r: %s", path, exc)
+            return None
+        if item is not None and isinstance(item, _Dir) != listed_dir:
+            return None  # a file became a folder or back since the listing: next refresh
+        return item
 
     def _symlink(self, path: bytes, rel: bytes, folder: _Dir) -> Found | _Dir | None:
         target = os.path.realpath(path)
@@ -131,3 +140,11 @@ class Scanner:
         if real in self._skip:
             return None
         return Found(rel, path, (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+
+
+def _is_dir(entry: os.DirEntry[bytes]) -> bool:
+    """Whether an entry is a folder, following a symlink (a link to a folder sorts as one)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

@@ -682,11 +682,14 @@ def test_a_refresh_merges_changes_that_interleave_in_path_order(
 
 @pytest.mark.usefixtures("settled")
 def test_a_refresh_holds_neither_the_tree_nor_the_index(tmp_path: Path, clock: Clock) -> None:
-    """Memory grows with the largest folder and the changes, not with the site."""
+    """Memory grows with the names of the largest folder and with the changes, not with the
+    site: 20 folders of 100 files, and one of 2,000."""
     root = tmp_path / "site"
-    for folder in range(40):
+    for folder in range(20):
         for n in range(100):
             write(root, f"f{folder:02}/page{n:03}.html", b"<title>t</title>")
+    for n in range(2000):
+        write(root, f"big/page{n:04}.html", b"<title>t</title>")
     with FileIndex(tmp_path / "idx.sqlite", root, BASE, clock=clock) as index:
         refresh(index)
         clock.now += 10
@@ -697,6 +700,6 @@ def test_a_refresh_holds_neither_the_tree_nor_the_index(tmp_path: Path, clock: C
         finally:
             tracemalloc.stop()
     assert (stats.scanned, stats.unchanged, stats.hashed) == (4000, 4000, 0)
-    # Holding the 4,000 scanned files and index rows took about 1 KiB each (3.7 MB); the
-    # merge holds one folder of 100 (about 60 kB).
+    # Holding the scanned files and the index rows took about 1 KiB each (4 MB); holding the
+    # big folder's scanned entries, about 400 bytes each (0.8 MB); its names, about 60 each.
     assert peak < 400_000, f"{peak:,} bytes"
