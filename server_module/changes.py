@@ -105,7 +105,7 @@ def find_changes(
                 changes.gone(match)
             continue
         changes.hashed += 1
-        version = version._replace(stat=settled(version.stat, racy_ns))
+        version = version._replace(stat=_settled(version.stat, racy_ns))
         _classify(changes, rel, match, version, base_url)
     while old is not None:
         changes.gone(old)
@@ -113,11 +113,11 @@ def find_changes(
     return changes
 
 
-def settled(found: Stat, racy_ns: int) -> Stat:
+def _settled(found: Stat, racy_ns: int) -> Stat:
     """The stat to store: with ctime 0 if the file changed too recently to trust, so that the
     next refresh hashes it once more (``RACY_WINDOW_NS`` in :mod:`server_module.index`).
 
-    >>> settled((1, 2, 3, 4), racy_ns=10), settled((1, 2, 30, 4), racy_ns=10)
+    >>> _settled((1, 2, 3, 4), racy_ns=10), _settled((1, 2, 30, 4), racy_ns=10)
     ((1, 2, 3, 4), (1, 2, 0, 4))
     """
     size, mtime_ns, ctime_ns, inode = found
