@@ -35,10 +35,10 @@ def _app(site: Manifest, index: Path, read_ahead: bool = True) -> Flask:
     )
 
 
-def _walk(app: Flask, **first: str) -> Iterator[etree._Element]:
+def _walk(app: Flask) -> Iterator[etree._Element]:
     """Every page of a list through the WSGI app, each response closed as a server would."""
     client = app.test_client()
-    params = {"verb": "ListIdentifiers", "metadataPrefix": "oai_dc", **first}
+    params = {"verb": "ListIdentifiers", "metadataPrefix": "oai_dc"}
     while True:
         response = client.get("/oai", query_string=params)
         root = assert_valid(response.data)
@@ -47,7 +47,7 @@ def _walk(app: Flask, **first: str) -> Iterator[etree._Element]:
         token = root.findtext(f".//{OAI}resumptionToken")
         if not token:
             return
-        params = {"verb": params["verb"], "resumptionToken": token}
+        params = {"verb": "ListIdentifiers", "resumptionToken": token}
 
 
 def _identifiers(pages: Iterator[etree._Element]) -> list[str]:
