@@ -1,0 +1,60 @@
+"""The harvest's progress: a rich bar on a terminal, log lines elsewhere, nothing when quiet."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pty
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
+import pytest
+
+from harvester.progress import ProgressReporter
+from harvester.summary import Summary
+
+
+@pytest.fixture
+def terminal() -> Iterator[TextIO]:
+    """The slave side of a real pseudo-terminal. A test sets it as ``sys.stderr`` itself:
+    pytest's output capture sets ``sys.stderr`` again between a fixture and the test."""
+    master, slave = pty.openpty()
+    with open(slave, "w", encoding="utf-8") as tty:
+        yield tty
+    os.close(master)
+
+
+def test_a_terminal_gets_a_bar_that_follows_the_counts(
+    terminal: TextIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with ProgressReporter() as progress:
+        progress(Summary(listed=10, fetched=3, unchanged=1, failed=1, bytes=5000), 5)
+        assert progress._bar is not None
+        (task,) = progress._bar.tasks
+        assert (task.completed, task.total) == (5, 10)
+        assert task.fields["status"] == "listed 10"
+        assert "res/s" in task.fields["rate"]
+        assert progress._bar.live.is_started
+    assert not progress._bar.live.is_started
+
+
+def test_elsewhere_a_log_line_every_interval(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="harvester.progress")
+    with ProgressReporter(interval=3600) as progress:
+        assert progress._bar is None  # pytest's stderr is not a terminal
+        progress(Summary(listed=4, fetched=2, bytes=10), 2)
+        progress(Summary(listed=4, fetched=3, bytes=20), 1)  # within the interval: no line
+    assert [r.getMessage() for r in caplog.records] == ["listed 4 fetched 2 left 2, 10 bytes"]
+
+
+def test_quiet_says_nothing_even_on_a_terminal(
+    terminal: TextIO, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "stderr", terminal)
+    caplog.set_level(logging.INFO, logger="harvester.progress")
+    with ProgressReporter(quiet=True, interval=0) as progress:
+        progress(Summary(listed=1, fetched=1), 0)
+        assert progress._bar is None
+    assert caplog.records == []
