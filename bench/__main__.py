@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench.harness import Report
 
-NOT_BENCHMARKS = {"harness"}
+NOT_BENCHMARKS = {"harness", "fetchfloor"}  # fetchfloor: a child of crawl
 
 
 def available() -> list[str]:

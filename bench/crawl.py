@@ -12,9 +12,13 @@ written below ``bench/out/crawl/``, remade on every run:
 2. ours and wget alternating, ``--runs`` times each, each into a fresh folder; pages/s is the
    HTTP 200 responses in its WARC files over the wall time of the process, start to exit, and
    CPU seconds the process's own (nginx is shared and not counted);
-3. the URL sets: the ``WARC-Target-URI`` of every ``response`` record of the first run of
+3. two lower bounds, run after wget in each round (``bench/fetchfloor.py``): aiohttp GETs of
+   the URLs wget's first run got 200 for, bodies dropped, then the same with the crawler's link
+   extractor run on each page; a bound below the target ratio puts the target out of reach of
+   any one-process aiohttp crawler here;
+4. the URL sets: the ``WARC-Target-URI`` of every ``response`` record of the first run of
    each, read with warcio, percent-encoding hex upper-cased; what wget found and we did not;
-4. with ``--profile``, one more crawl of ours under ``py-spy record`` (raw collapsed stacks in
+5. with ``--profile``, one more crawl of ours under ``py-spy record`` (raw collapsed stacks in
    ``bench/out/crawl/profile.txt``); the notes give each part of the crawl's share of the
    samples (:data:`BUCKETS`) and the functions with the most time of their own.
 """
@@ -207,16 +211,55 @@ class Runs:
         return self.found[0]
 
 
-def alternating(url: str, opts: Options) -> tuple[Runs, Runs]:
-    """Ours, then wget, ``opts.runs`` times, each into a fresh folder."""
-    ours_runs, wget_runs = Runs(), Runs()
+@dataclass
+class Floor:
+    """The runs of one lower bound (``bench/fetchfloor.py``) over wget's URLs."""
+
+    flags: list[str]
+    children: list[Child] = field(default_factory=list)
+
+    def rate(self) -> float:
+        """Median pages/s: the pages it got answered 200 over its wall time."""
+        return median([_floor_pages(child) / child.seconds for child in self.children])
+
+    def cpu_ms(self) -> float:
+        """Median CPU ms per page."""
+        return median([1000 * child.cpu / _floor_pages(child) for child in self.children])
+
+
+def _floor_pages(child: Child) -> int:
+    pages: int = json.loads(child.stdout)["pages"]
+    return pages
+
+
+def floors(opts: Options) -> dict[str, Floor]:
+    """Fetch only, then fetch and extract links, with as many connections as ours uses."""
+    connections = ["--connections", str(opts.per_host)]
+    return {"fetch": Floor(connections), "fetch + links": Floor([*connections, "--extract"])}
+
+
+def floor_run(urls: Path, floor: Floor, log: Path) -> Child:
+    argv = [sys.executable, "-m", "bench.fetchfloor", str(urls), *floor.flags]
+    return measured(argv, log)
+
+
+def alternating(url: str, opts: Options) -> tuple[Runs, Runs, dict[str, Floor]]:
+    """Ours, wget, then each floor over the URLs wget's first run answered 200,
+    ``opts.runs`` times, each into a fresh folder."""
+    ours_runs, wget_runs, bounds = Runs(), Runs(), floors(opts)
+    urls = OUT / "wget-urls.txt"
     for run in range(1, opts.runs + 1):
         out, folder = OUT / f"ours-{run}", OUT / f"wget-{run}"
         ours_runs.children.append(ours_crawl(url, out, opts))
         ours_runs.found.append(responses(sorted((out / "warcs").glob("*.warc.gz"))))
         wget_runs.children.append(wget_crawl(url, folder))
         wget_runs.found.append(responses(sorted(folder.glob("*.warc.gz"))))
-    return ours_runs, wget_runs
+        if run == 1:
+            pages = [uri for uri, status in wget_runs.first().items() if status == 200]
+            urls.write_text("\n".join(pages) + "\n", encoding="utf-8")
+        for number, floor in enumerate(bounds.values()):
+            floor.children.append(floor_run(urls, floor, OUT / f"floor{number}-{run}.log"))
+    return ours_runs, wget_runs, bounds
 
 
 def summary(runs: Runs) -> dict[str, Any]:
@@ -329,12 +372,16 @@ def run(argv: list[str]) -> Report:
     manifest = make_site(OUT / "site", pages=args.pages, seed=1)
     raw: Path | None = None
     with serving(OUT / "site", OUT / "nginx") as url:
-        ours_runs, wget_runs = alternating(url, opts)
+        ours_runs, wget_runs, bounds = alternating(url, opts)
         if args.profile:
             raw = profiled(url, opts)
-    report = Report("crawl", COLUMNS, rows=_rows(ours_runs, wget_runs, manifest))
+    rows = _rows(ours_runs, wget_runs, manifest) + _floor_rows(bounds, ours_runs, wget_runs)
+    report = Report("crawl", COLUMNS, rows=rows)
     report.figures |= _figures(ours_runs, wget_runs, manifest)
+    report.figures |= {f"{name.split()[-1]}_bound_ratio": round(floor.rate() / wget_runs.rate(), 2)
+                       for name, floor in bounds.items()}  # fmt: skip
     report.notes += _notes(opts, ours_runs, wget_runs, manifest)
+    report.notes += _floor_notes(bounds, wget_runs)
     if raw is not None:
         report.notes += _profile_notes(raw)
     return report
@@ -364,6 +411,21 @@ def _rows(ours: Runs, peer: Runs, manifest: Manifest) -> list[list[object]]:
         _row("seen-URL cache hit rate", first["seen_hit_rate"]),
         _row("failed / refused by scope or trap rules", f"{first['failed']} / {first['refused']}"),
     ]  # fmt: skip
+
+
+def _floor_rows(bounds: dict[str, Floor], ours: Runs, peer: Runs) -> list[list[object]]:
+    rows = [
+        _row(f"lower bound, {name} only: pages/s (ratio bound / wget)", floor.rate(),
+             peer.rate(), floor.rate() / peer.rate(), f">= {TARGET_RATIO:g}x to leave room",
+             floor.rate() >= TARGET_RATIO * peer.rate())
+        for name, floor in bounds.items()
+    ]  # fmt: skip
+    cpu = " / ".join(f"{floor.cpu_ms():.2f}" for floor in bounds.values())
+    pages = ok_pages(peer.first())
+    rows.append(_row(f"CPU ms per page: ours; bounds ({' / '.join(bounds)})",
+                     f"{1000 * ours.cpu() / ok_pages(ours.first()):.2f}; {cpu}",
+                     f"{1000 * peer.cpu() / pages:.2f}"))  # fmt: skip
+    return rows
 
 
 def _count(found: dict[str, int]) -> str:
@@ -414,6 +476,20 @@ def _notes(opts: Options, ours: Runs, peer: Runs, manifest: Manifest) -> list[st
     if extra:
         notes.append(f"found by us only ({len(extra)}): " + ", ".join(extra[:20]))
     return notes
+
+
+def _floor_notes(bounds: dict[str, Floor], peer: Runs) -> list[str]:
+    budget = 1000 / (TARGET_RATIO * peer.rate())
+    return [
+        "lower bounds: `python -m bench.fetchfloor` over the URLs wget's first run got 200 "
+        "for, in one process, as a child timed start to exit like the others: aiohttp GETs "
+        "over as many keep-alive connections as ours uses, each body read and dropped; the "
+        "second also runs the crawler's `extract_links` on each page. No WARC, state, "
+        "frontier, DIDL or index. "
+        f"At {TARGET_RATIO:g}x wget a page may take {budget:.2f} ms of wall time in all; "
+        "bound / wget below the target means the target is out of reach of any one-process "
+        "crawler on aiohttp here, whatever else it does.",
+    ]
 
 
 def _profile_notes(raw: Path) -> list[str]:
