@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,6 +31,8 @@ from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
+TO_FETCH = ("pending", "failed")
+COMMIT_EVERY = 256  # resources whose marks share one state commit (and one WARC file)
 
 
 class Harvest:
@@ -133,22 +136,44 @@ class Harvest:
             self.summary.deleted += 1
 
     async def _fetch_pending(self, recorder: Recorder) -> None:
-        """Fetch every pending or failed resource; a bounded queue keeps memory flat."""
-        counts = self.state.counts(self.settings.site_url)
-        remaining = counts.get("pending", 0) + counts.get("failed", 0)
-        queue: asyncio.Queue[Resource | None] = asyncio.Queue(self.settings.concurrency * 4)
+        """Fetch every pending or failed resource, in commits of at most ``COMMIT_EVERY``.
+
+        A commit's resources go into one WARC file (no rotation inside), so after a crash
+        every group the state does not know of is in the open file, where the reconcile step
+        finds it. The resources are read from the state in pages: memory stays flat.
+        """
+        site = self.settings.site_url
+        remaining = self.state.count(site, TO_FETCH)
+        todo = self.state.resources(site, TO_FETCH)
         async with Fetcher(self._fetch_settings()) as fetcher:
-            workers = [
-                asyncio.create_task(self._worker(fetcher, recorder, queue, remaining))
-                for _ in range(self.settings.concurrency)
-            ]
-            for res in self.state.resources(self.settings.site_url, ("pending", "failed")):
-                if self._expired():
-                    break
-                await queue.put(res)
-            for _ in workers:
-                await queue.put(None)
-            await asyncio.gather(*workers)
+            taken = True
+            while taken and not self._expired():
+                with recorder.writer.one_file(), self.state.batch():
+                    taken = await self._fetch_some(fetcher, recorder, todo, remaining)
+
+    async def _fetch_some(
+        self, fetcher: Fetcher, recorder: Recorder, todo: Iterator[Resource], total: int
+    ) -> bool:
+        """Fetch the next resources of ``todo`` concurrently, until ``COMMIT_EVERY`` were
+        taken, the WARC file is full or time is up; whether any was taken."""
+        taken = 0
+
+        def take() -> Resource | None:
+            nonlocal taken
+            if taken >= COMMIT_EVERY or recorder.writer.full() or self._expired():
+                return None
+            res = next(todo, None)
+            taken += res is not None
+            return res
+
+        async def worker() -> None:
+            while (res := take()) is not None:
+                await self._fetch_one(fetcher, recorder, res)
+                done = self.summary.fetched + self.summary.unchanged + self.summary.failed
+                self.progress(self.summary, max(total - done, 0))
+
+        await asyncio.gather(*(worker() for _ in range(self.settings.concurrency)))
+        return taken > 0
 
     def _fetch_settings(self) -> FetchSettings:
         return FetchSettings(
@@ -158,18 +183,6 @@ class Harvest:
             max_size=self.settings.max_size,
             obey_robots=not self.settings.ignore_robots,
         )
-
-    async def _worker(
-        self,
-        fetcher: Fetcher,
-        recorder: Recorder,
-        queue: asyncio.Queue[Resource | None],
-        total: int,
-    ) -> None:
-        while (res := await queue.get()) is not None:
-            await self._fetch_one(fetcher, recorder, res)
-            done = self.summary.fetched + self.summary.unchanged + self.summary.failed
-            self.progress(self.summary, max(total - done, 0))
 
     async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
         await self.pacer.wait(res.url)

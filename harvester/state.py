@@ -383,6 +383,16 @@ class HarvestState:
             known.update(r[0] for r in rows)
         return known
 
+    def count(self, site: str, statuses: tuple[str, ...]) -> int:
+        """How many of the site's resources are in ``statuses``: read through the status
+        index, so it costs what it counts, not the size of the site."""
+        marks = ",".join("?" * len(statuses))
+        row = self.db.execute(
+            f"SELECT COUNT(*) FROM resources WHERE status IN ({marks}) AND site=?",
+            (*statuses, site),
+        ).fetchone()
+        return int(row[0])
+
     def counts(self, site: str) -> dict[str, int]:
         rows = self.db.execute(
             "SELECT status, COUNT(*) FROM resources WHERE site=? GROUP BY status", (site,)

@@ -217,9 +217,10 @@ def test_sigkill_at_any_moment_then_rerun_finishes(
         "--oai-strategy",
         strategy,
     ]
-    # didl marks a page's resources archived in one commit: rotate often, so that kills land
-    # around finished files too.
-    monkeypatch.setenv("HARVESTER_WARC_MAX_SIZE", "60000" if strategy == "didl" else "1000000000")
+    # Both strategies mark many resources archived with one commit (a page of records, or up
+    # to COMMIT_EVERY fetches), each commit's groups in one file: rotate often, so that kills
+    # land around commits and finished files too.
+    monkeypatch.setenv("HARVESTER_WARC_MAX_SIZE", "60000")
     with start_provider(
         site.root, tmp_path / "index.sqlite", page_size=25, records_page_size=25
     ) as server:

@@ -436,6 +436,26 @@ def test_no_file_is_finished_inside_one_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names | {after[0].filename})
 
 
+def test_a_block_that_begins_full_begins_a_new_file(tmp_path: Path) -> None:
+    """The harvest ends a commit's block when ``full()``; the next block must not keep
+    adding to that file, or it would never rotate."""
+    writer = make_writer(tmp_path, max_size=3000)
+    with writer:
+        assert not writer.full()
+        with writer.one_file():
+            first = [writer.write_group(http_group(writer, n)) for n in range(8)]
+            assert writer.full()
+        assert not list(tmp_path.glob("*.warc.gz")), "finished before anything asked for room"
+        with writer.one_file():
+            assert not writer.full()
+            assert len(list(tmp_path.glob("*.warc.gz"))) == 1, "the full file was finished"
+            second = writer.write_group(http_group(writer, 8))
+    assert second[0].filename != first[0][0].filename
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {first[0][0].filename, second[0].filename}
+    )
+
+
 def test_rotation_by_size_never_splits_groups(tmp_path: Path) -> None:
     max_size = 6000
     writer = make_writer(tmp_path, max_size=max_size)

@@ -351,28 +351,35 @@ class RotatingWARCWriter:
         A caller that marks many groups archived with one state commit makes it inside the
         block. No group then reaches a finished file before the state knows it: after a
         crash, only the open file's groups are matched with the state (the harvest's
-        reconcile step). The file may end past ``max_size`` by the block's groups.
+        reconcile step). The file may end past ``max_size`` by the block's groups; a block
+        that begins with the file full begins a new one.
         """
+        if not self._held:
+            self._rotate_if_full()
         self._held += 1
         try:
             yield
         finally:
             self._held -= 1
 
-    def _file_for_group(self) -> _OpenFile:
+    def full(self) -> bool:
+        """Whether the open file has reached ``max_size``: the next group, outside a
+        :meth:`one_file` block, starts a new file."""
         current = self._file
-        if (
-            current is not None
-            and not self._held
-            and current.groups
-            and current.fh.tell() >= self.max_size
-        ):
+        return current is not None and bool(current.groups) and current.fh.tell() >= self.max_size
+
+    def _file_for_group(self) -> _OpenFile:
+        if not self._held:
+            self._rotate_if_full()
+        if self._file is None:
+            self._file = self._start_file()
+        return self._file
+
+    def _rotate_if_full(self) -> None:
+        current = self._file
+        if current is not None and self.full():
             log.info("%s reached %d bytes; rotating", current.path, current.fh.tell())
             self._finish()
-            current = None
-        if current is None:
-            current = self._file = self._start_file()
-        return current
 
     def _start_file(self) -> _OpenFile:
         path, fh = self._create_unique()
