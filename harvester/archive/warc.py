@@ -46,7 +46,6 @@ from warcio.warcwriter import WARCWriter
 
 from harvester.archive.cdx import capture_line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
-from harvester.archive.heap import keep_freed_heap
 from harvester.archive.repair import repair_open_files, verify_warc
 from harvester.clock import utcnow
 from harvester.exceptions import ArchiveError
@@ -175,7 +174,6 @@ class RotatingWARCWriter:
         except OSError as exc:
             raise ArchiveError(f"cannot create {self.directory}: {exc}") from exc
         repair_open_files(self.directory)
-        keep_freed_heap()  # a compressor per record: see harvester.archive.heap
         self._is_open = True
 
     def close(self) -> None:
