@@ -49,10 +49,9 @@ import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-import surt
 from warcio.recordloader import ArcWarcRecord
-from warcio.timeutils import iso_date_to_timestamp
 
+from harvester.archive.cdxkey import timestamp, url_key
 from harvester.exceptions import ArchiveError
 
 __all__ = ["CAPTURE_TYPES", "CdxIndex", "capture_line", "is_capture"]
@@ -122,7 +121,7 @@ class CdxIndex:
         As in pywb, URLs match by SURT key, so ``http://www.example.com/`` also finds
         ``https://example.com/``.
         """
-        key = _url_key(url)
+        key = url_key(url)
         return [fields for fields in map(_parse_line, self._lines()) if fields["urlkey"] == key]
 
     def indexed_files(self) -> set[str]:
@@ -252,7 +251,7 @@ def capture_line(record: ArcWarcRecord, filename: str, offset: int, length: int)
         "filename": filename,
     }
     block = json.dumps({name: value for name, value in fields.items() if value is not None})
-    return f"{_url_key(url)} {iso_date_to_timestamp(headers.get_header('WARC-Date'))} {block}\n"
+    return f"{url_key(url)} {timestamp(headers.get_header('WARC-Date'))} {block}\n"
 
 
 def _mime(record: ArcWarcRecord) -> str | None:
@@ -271,15 +270,6 @@ def _status(record: ArcWarcRecord) -> str | None:
         status: str = record.http_headers.get_statuscode()
         return status
     return None
-
-
-def _url_key(url: str) -> str:
-    """The SURT key cdxj-indexer gives ``url`` (the URL itself if it has none)."""
-    try:
-        key: str = surt.surt(url)
-    except Exception:  # cdxj-indexer falls back on any failure, and so do we
-        return url
-    return key
 
 
 @contextlib.contextmanager
