@@ -30,8 +30,8 @@ def byte_compile() -> None:
     This machine sets ``PYTHONDONTWRITEBYTECODE``, and the project is installed editable, so
     without this every child process (each harvest, each provider worker) would compile the
     project's modules from source again: about 0.1 s per start that an installed tool never
-    pays, and a third of an incremental harvest's own start-up. Python still reads ``.pyc``
-    files under that setting; it only does not write them.
+    pays, a fifth of an incremental harvest's start-up. Python still reads ``.pyc`` files
+    under that setting; it only does not write them.
     """
     for package in PACKAGES:
         compileall.compile_dir(REPO / package, quiet=1)
