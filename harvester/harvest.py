@@ -26,12 +26,11 @@ from harvester.listing import Lister
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.settings import HarvestSettings
-from harvester.state import HarvestState, Resource
+from harvester.state import ACTIVE, HarvestState, Resource
 from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
-TO_FETCH = ("pending", "failed")
 COMMIT_EVERY = 256  # resources whose marks share one state commit (and one WARC file)
 
 
@@ -143,8 +142,8 @@ class Harvest:
         finds it. The resources are read from the state in pages: memory stays flat.
         """
         site = self.settings.site_url
-        remaining = self.state.count(site, TO_FETCH)
-        todo = self.state.resources(site, TO_FETCH)
+        remaining = self.state.count(site, ACTIVE)
+        todo = self.state.resources(site, ACTIVE)
         async with Fetcher(self._fetch_settings()) as fetcher:
             taken = True
             while taken and not self._expired():

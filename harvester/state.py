@@ -87,7 +87,7 @@ CREATE TABLE IF NOT EXISTS frontier (   -- the crawl's discovered URLs, one row 
 CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (site, status, seq);
 CREATE INDEX IF NOT EXISTS resources_record ON resources (record_id);
 """
-ACTIVE = ("pending", "failed")
+ACTIVE = ("pending", "failed")  # to be fetched
 
 
 @dataclass(frozen=True)
