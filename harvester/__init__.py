@@ -6,11 +6,6 @@ fetches only what changed.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("coop-archive")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0"
+from coop_common import __version__
 
 __all__ = ["__version__"]

@@ -6,15 +6,14 @@ a TOML file (``--config``) holds the same field names at top level.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvester import __version__
+from coop_common import __version__
+from coop_common.settings import load
 
 ENV_PREFIX = "HARVESTER_"
 USER_AGENT = f"coop-archive-harvester/{__version__} (+https://github.com/coop-archive; archiving)"
@@ -80,23 +79,6 @@ class HarvestSettings:
         return self.collection or self.out.resolve().name
 
 
-def _coerce(name: str, raw: Any) -> Any:
-    kind = {f.name: str(f.type) for f in dataclasses.fields(HarvestSettings)}[name]
-    if not isinstance(raw, str):
-        return tuple(raw) if isinstance(raw, list) else raw
-    if kind == "bool":
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    if kind in ("int", "int | None"):
-        return int(raw)
-    if "float" in kind:
-        return float(raw)
-    if "tuple" in kind:
-        return tuple(p for p in raw.split(",") if p)
-    if "Path" in kind:
-        return Path(raw)
-    return raw
-
-
 def load_settings(
     *,
     config_file: str | os.PathLike[str] | None = None,
@@ -104,25 +86,18 @@ def load_settings(
     **flags: Any,
 ) -> HarvestSettings:
     """Build settings from the layers; flags that are None (or empty tuples) do not override."""
-    names = {f.name for f in dataclasses.fields(HarvestSettings)}
-    values: dict[str, Any] = {}
-    if config_file:
-        with open(config_file, "rb") as fh:
-            values |= {k: _coerce(k, v) for k, v in tomllib.load(fh).items() if k in names}
-    env = os.environ if environ is None else environ
-    for name in names:
-        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
-            values[name] = _coerce(name, raw)
-    values |= {k: v for k, v in flags.items() if v is not None and v != ()}
-    for required in ("site_url", "out"):
-        if required not in values:
-            raise ValueError(f"missing required setting {required!r}")
-    values["out"] = Path(values["out"])
-    _check(values)
-    return HarvestSettings(**values)
+    return load(
+        HarvestSettings,
+        ENV_PREFIX,
+        config_file=config_file,
+        environ=environ,
+        flags=flags,
+        fixed=_check,
+    )
 
 
 def _check(values: Mapping[str, Any]) -> None:
+    """Choices and lower bounds; ``load`` reports the error as a usage error."""
     choices = {
         "mode": ("auto", "oai", "crawl"),
         "oai_strategy": ("get", "didl"),

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from harvester import __version__
+from coop_common import __version__
 from server_module.app import create_app
 
 __all__ = ["__version__", "create_app"]

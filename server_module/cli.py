@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from harvester.cli import run_click
-from server_module import __version__
+from coop_common import __version__
+from coop_common.cli import run_click
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

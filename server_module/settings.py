@@ -6,15 +6,14 @@ Environment variables are ``OAI_PROVIDER_<FIELD>`` (upper case), e.g.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from coop_common.settings import load
 from server_module.scan import DEFAULT_EXCLUDES
 
 ENV_PREFIX = "OAI_PROVIDER_"
@@ -38,7 +37,6 @@ class ProviderSettings:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     serve_files: bool = True  # False when nginx/Apache serves the files and proxies the endpoint
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def host(self) -> str:
@@ -57,24 +55,6 @@ class ProviderSettings:
         return self.base_url.rstrip("/") + self.endpoint
 
 
-def _coerce(name: str, raw: Any) -> Any:
-    """Turn a TOML or environment value into the type the field's default has."""
-    kind = {f.name: f.type for f in dataclasses.fields(ProviderSettings)}[name]
-    if not isinstance(raw, str):
-        return tuple(raw) if isinstance(raw, list) else raw
-    if "bool" in kind:
-        return raw.strip().lower() in ("1", "true", "yes", "on")
-    if "int" in kind:
-        return int(raw)
-    if "float" in kind:
-        return float(raw)
-    if "tuple" in kind:
-        return tuple(p for p in raw.split(",") if p)
-    if "Path" in kind:
-        return Path(raw)
-    return raw
-
-
 def load_settings(
     *,
     config_file: str | os.PathLike[str] | None = None,
@@ -82,23 +62,17 @@ def load_settings(
     **flags: Any,
 ) -> ProviderSettings:
     """Build settings from the layers; flags that are None do not override."""
-    names = {f.name for f in dataclasses.fields(ProviderSettings)} - {"extra"}
-    values: dict[str, Any] = {}
-    if config_file:
-        with open(config_file, "rb") as fh:
-            values |= {k: _coerce(k, v) for k, v in tomllib.load(fh).items() if k in names}
-    env = os.environ if environ is None else environ
-    for name in names:
-        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
-            values[name] = _coerce(name, raw)
-    values |= {k: v for k, v in flags.items() if v is not None}
-    missing = {"docroot", "base_url"} - values.keys()
-    if missing:
-        raise ValueError(f"missing required setting(s): {', '.join(sorted(missing))}")
-    values["docroot"] = Path(values["docroot"])
-    if values.get("index_path") is not None:
-        values["index_path"] = Path(values["index_path"])
+    return load(
+        ProviderSettings,
+        ENV_PREFIX,
+        config_file=config_file,
+        environ=environ,
+        flags=flags,
+        fixed=_normalise,
+    )
+
+
+def _normalise(values: dict[str, Any]) -> None:
     if not values.get("endpoint", "/oai").startswith("/"):
         values["endpoint"] = "/" + values["endpoint"]
     values["base_url"] = str(values["base_url"]).rstrip("/")
-    return ProviderSettings(**values)
