@@ -18,6 +18,8 @@ import re
 import stat
 from typing import NamedTuple
 
+from coop_common.xmltext import clean
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MIME = "application/octet-stream"
@@ -37,7 +39,6 @@ Stat = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 
 _TITLE_OPEN = re.compile(rb"<title[^>]*>", re.IGNORECASE)
 _TITLE_CLOSE = re.compile(rb"</title>", re.IGNORECASE)
-_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 class Version(NamedTuple):
@@ -95,7 +96,7 @@ def extract_title(head: bytes) -> str | None:
     if closed is None:
         return None
     text = html.unescape(head[opened.end() : closed.start()].decode("utf-8", "replace"))
-    text = " ".join(_XML_INVALID.sub("", text).split())[:TITLE_MAX_CHARS]
+    text = " ".join(clean(text).split())[:TITLE_MAX_CHARS]
     return text or None
 
 

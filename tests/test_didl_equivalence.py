@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from coop_common.xmltext import clean as xml_text
 from harvester.archive.didl import (
     DIDL_NS,
     DIDL_SCHEMA,
@@ -35,7 +36,7 @@ from harvester.archive.didl import (
     capture_didl,
     deletion_didl,
 )
-from harvester.archive.xmlsafe import uri, xml_text
+from harvester.archive.xmlsafe import uri
 from tests.test_didl import DAY, DOC_ID, description, statements
 
 SAFE_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)

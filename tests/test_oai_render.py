@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server_module.oai.markup import is_plain, text
+from coop_common.xmltext import is_plain, text
 from server_module.oai.render import header, headers
 
 # Percent-encoded URLs, as the index makes them, and anything a row could hold besides.

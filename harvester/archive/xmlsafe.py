@@ -1,8 +1,8 @@
-"""Values made safe for XML text, attributes and ``xs:anyURI``, for the DIDL records.
+"""Values made safe for ``xs:anyURI``, for the DIDL records; text and attribute values are
+:mod:`coop_common.xmltext`'s, re-exported here for the record builder.
 
-Any string can be given: characters XML 1.0 forbids are dropped, markup is escaped exactly as
-lxml's serialiser escapes it (so the records are the bytes lxml would write), and a value that
-is not an RFC 3986 URI reference is percent-encoded until it is one.
+Any string can be given: characters XML 1.0 forbids are dropped, and a value that is not an
+RFC 3986 URI reference is percent-encoded until it is one.
 """
 
 from __future__ import annotations
@@ -11,21 +11,11 @@ import logging
 import re
 from urllib.parse import quote
 
-__all__ = ["attr", "text", "uri", "xml_text"]
+from coop_common.xmltext import attr, clean, text
+
+__all__ = ["attr", "text", "uri"]
 
 log = logging.getLogger(__name__)
-
-# XML 1.0 section 2.2, Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
-_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-# What needs work in element content: the above, and "&", "<", ">" and CR (which parsing
-# would turn into LF); attribute values also escape '"', tab and LF (which parsing would
-# turn into spaces).
-_TEXT_SPECIAL = re.compile(
-    "[^\t\n\x20-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
-_ATTR_SPECIAL = re.compile(
-    "[^\x20\x21\x23-\x25\x27-\x3b\x3d\x3f-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
-)
 
 # An RFC 3986 URI-reference (section 4.1), slightly narrowed where libxml2's xs:anyURI check
 # is stricter than the RFC: a port needs digits and must fit in an int.
@@ -45,35 +35,6 @@ _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _URI_SAFE = "!$&'()*+,/:;=?@~%"
 
 
-def xml_text(value: str) -> str:
-    """``value`` without the characters XML 1.0 cannot hold at all."""
-    return _INVALID.sub("", value)
-
-
-def text(value: str) -> str:
-    r"""``value`` as element content: XML-safe, with ``&``, ``<``, ``>`` and CR escaped.
-
-    >>> text("a < b && c >\r\n]]>\x00")
-    'a &lt; b &amp;&amp; c &gt;&#13;\n]]&gt;'
-    """
-    if _TEXT_SPECIAL.search(value) is None:
-        return value
-    escaped = xml_text(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return escaped.replace("\r", "&#13;")
-
-
-def attr(value: str) -> str:
-    r"""``value`` as a double-quoted attribute value; escaped whitespace survives parsing.
-
-    >>> attr('say "<&>"\t\r\n\ud800')
-    'say &quot;&lt;&amp;&gt;&quot;&#9;&#13;&#10;'
-    """
-    if _ATTR_SPECIAL.search(value) is None:
-        return value
-    escaped = text(value).replace('"', "&quot;")
-    return escaped.replace("\t", "&#9;").replace("\n", "&#10;")
-
-
 def uri(value: str) -> str:
     """``value`` as an ``xs:anyURI`` that both RFC 3986 and libxml2 accept.
 
@@ -81,7 +42,7 @@ def uri(value: str) -> str:
     percent-encoded (as RFC 3987, section 3.1 maps an IRI to a URI), and if that is still
     not a URI reference the whole value is; unquoting gives the original back.
     """
-    value = xml_text(value)
+    value = clean(value)
     if _URI_REFERENCE.fullmatch(value):
         return value
     head, hash_mark, fragment = _BAD_PERCENT.sub("%25", value).partition("#")

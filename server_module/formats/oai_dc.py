@@ -10,8 +10,8 @@ import os
 import posixpath
 import time
 
+from coop_common.xmltext import text
 from server_module.formats import XSI, FormatContext
-from server_module.oai.markup import text
 from server_module.records import FileRecord
 
 NAMESPACE = "http://www.openarchives.org/OAI/2.0/oai_dc/"

@@ -2,7 +2,7 @@
 
 Sans-IO: functions of values in, UTF-8 bytes out. Templates are plain strings because a
 ListIdentifiers page is thousands of near-identical headers, and every value goes through
-:mod:`server_module.oai.markup`. Tests validate every shape against ``OAI-PMH.xsd``.
+:mod:`coop_common.xmltext`. Tests validate every shape against ``OAI-PMH.xsd``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from coop_common.xmltext import attr, is_plain, text
 from server_module.oai.dates import format_datestamp
 from server_module.oai.errors import OAIError
-from server_module.oai.markup import attr, is_plain, text
 from server_module.records import set_specs_for
 
 OAI_NS = "http://www.openarchives.org/OAI/2.0/"

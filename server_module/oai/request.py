@@ -14,7 +14,8 @@ Values are also checked for what the response will echo: the ``<request>`` eleme
 them as attributes (§3.2), so they must be XML characters, and ``metadataPrefix`` and ``set``
 must match the schema's ``metadataPrefixType`` and ``setSpecType``. Hostile input is bounded:
 at most :data:`MAX_ARGUMENTS` pairs and :data:`MAX_VALUE_LENGTH` characters a value
-(:data:`~server_module.oai.tokens.MAX_TOKEN_LENGTH` for a resumptionToken). Nothing but an
+(:data:`MAX_TOKEN_LENGTH` for a resumptionToken, which :mod:`server_module.oai.tokens`
+also holds its tokens to). Nothing but an
 :class:`~server_module.oai.errors.OAIError` is ever raised.
 """
 
@@ -26,13 +27,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from coop_common.xmltext import has_invalid
 from server_module.oai.dates import DAY, DAY_SECONDS, Granularity, parse_datestamp
 from server_module.oai.errors import BadArgument, BadVerb, CannotDisseminateFormat, OAIError
-from server_module.oai.tokens import MAX_TOKEN_LENGTH
 
 __all__ = [
     "LIST_VERBS",
     "MAX_ARGUMENTS",
+    "MAX_TOKEN_LENGTH",
     "MAX_VALUE_LENGTH",
     "SIGNATURES",
     "OAIRequest",
@@ -45,12 +47,12 @@ Pairs = Sequence[tuple[str, str]]
 
 MAX_ARGUMENTS: Final = 20
 MAX_VALUE_LENGTH: Final = 2048
+MAX_TOKEN_LENGTH: Final = 4096
 
 _UNRESERVED = r"[A-Za-z0-9\-_.!~*'()]+"
 _METADATA_PREFIX = re.compile(_UNRESERVED)
 _SET_SPEC = re.compile(rf"{_UNRESERVED}(?::{_UNRESERVED})*")
 # Characters outside XML 1.0's Char production cannot be echoed in the <request> element.
-_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +201,7 @@ def _check_value(name: str, value: str) -> None:
         raise BadArgument(f"The argument {name!r} is empty")
     if len(value) > limit:
         raise BadArgument(f"The argument {name!r} is longer than {limit} characters")
-    if _NOT_XML_CHAR.search(value):
+    if has_invalid(value):
         raise BadArgument(f"The argument {name!r} contains characters illegal in XML")
     if name == "metadataPrefix" and not _METADATA_PREFIX.fullmatch(value):
         raise BadArgument(f"Illegal metadataPrefix syntax: {_show(value)}")

@@ -27,17 +27,14 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from server_module.oai.dates import format_datestamp
 from server_module.oai.errors import BadResumptionToken
-
-if TYPE_CHECKING:
-    from server_module.oai.request import OAIRequest
+from server_module.oai.request import MAX_TOKEN_LENGTH, OAIRequest
 
 __all__ = ["MAX_TOKEN_LENGTH", "ListState", "TokenCodec"]
 
-MAX_TOKEN_LENGTH: Final = 4096
 VERSION: Final = 1
 _TAG_BYTES: Final = 16
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
