@@ -782,3 +782,21 @@ def test_sigkill_then_repair(tmp_path: Path, delay: float) -> None:
     assert set(written) <= set(present)
     assert len(present) == len(set(present))
     warcio_check(*paths)
+
+
+def test_rename_new_never_replaces_and_calls_the_kernel_once(tmp_path: Path) -> None:
+    """One ``renameat2(RENAME_NOREPLACE)``: a target made by anyone at any moment survives."""
+    import errno
+
+    from harvester.archive.files import _rename_noreplace, rename_new
+
+    (tmp_path / "a.open").write_bytes(b"new")
+    (tmp_path / "a").write_bytes(b"old")
+    with pytest.raises(OSError) as raised:
+        _rename_noreplace(tmp_path / "a.open", tmp_path / "a")  # the kernel itself refuses
+    assert raised.value.errno == errno.EEXIST
+    with pytest.raises(ArchiveError, match="already exists"):
+        rename_new(tmp_path / "a.open", tmp_path / "a")
+    assert (tmp_path / "a").read_bytes() == b"old"
+    rename_new(tmp_path / "a.open", tmp_path / "b")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]

@@ -44,23 +44,19 @@ import heapq
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from warcio.recordloader import ArcWarcRecord
-
-from harvester.archive.cdxkey import timestamp, url_key
+from harvester.archive.cdxkey import url_key
+from harvester.archive.cdxline import WARC_SUFFIXES
+from harvester.archive.files import fsync_dir
 from harvester.exceptions import ArchiveError
 
-__all__ = ["CAPTURE_TYPES", "CdxIndex", "capture_line", "is_capture"]
+__all__ = ["CdxIndex"]
 
 log = logging.getLogger(__name__)
 
-CAPTURE_TYPES = frozenset({"response", "resource", "revisit"})
-WARC_SUFFIXES = (".warc.gz", ".warc")
-_MIME_END = re.compile(r"[;\s]")
 MAX_DELTAS = 32  # small per-WARC indexes kept beside the main file before a merge
 
 
@@ -176,7 +172,7 @@ class CdxIndex:
         try:
             for path in paths:
                 path.unlink(missing_ok=True)
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         except OSError as exc:
             raise ArchiveError(f"cannot remove merged indexes: {exc}") from exc
 
@@ -201,7 +197,7 @@ class CdxIndex:
                 os.fsync(out.fileno())
             os.replace(tmp, path)
             replaced = True
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         except OSError as exc:
             raise ArchiveError(f"cannot write {path}: {exc}") from exc
         finally:
@@ -223,53 +219,6 @@ class CdxIndex:
                 log.warning("removing %s, left by an interrupted index update", stale)
                 stale.unlink(missing_ok=True)
             yield
-
-
-def is_capture(record: ArcWarcRecord) -> bool:
-    headers = record.rec_headers
-    return (
-        record.rec_type in CAPTURE_TYPES
-        and bool(headers.get_header("WARC-Target-URI"))
-        and headers.get_header("Content-Type") != "application/warc-fields"
-    )
-
-
-def capture_line(record: ArcWarcRecord, filename: str, offset: int, length: int) -> str | None:
-    """The CDXJ line cdxj-indexer writes for ``record``, written at ``offset`` of the file
-    ``filename`` as a gzip member of ``length`` bytes; None if it is not a capture."""
-    if not is_capture(record):
-        return None
-    headers = record.rec_headers
-    url: str = headers.get_header("WARC-Target-URI")
-    fields = {
-        "url": url,
-        "mime": _mime(record),
-        "status": _status(record),
-        "digest": headers.get_header("WARC-Payload-Digest"),
-        "length": str(length),
-        "offset": str(offset),
-        "filename": filename,
-    }
-    block = json.dumps({name: value for name, value in fields.items() if value is not None})
-    return f"{url_key(url)} {timestamp(headers.get_header('WARC-Date'))} {block}\n"
-
-
-def _mime(record: ArcWarcRecord) -> str | None:
-    """As cdxj-indexer: the media type without parameters, ``warc/revisit`` for revisits."""
-    if record.rec_type == "revisit":
-        return "warc/revisit"
-    if record.rec_type == "response":
-        value = record.http_headers.get_header("Content-Type") if record.http_headers else None
-    else:
-        value = record.rec_headers.get_header("Content-Type")
-    return _MIME_END.split(value, maxsplit=1)[0].strip() if value else value
-
-
-def _status(record: ArcWarcRecord) -> str | None:
-    if record.rec_type in ("response", "revisit") and record.http_headers:
-        status: str = record.http_headers.get_statuscode()
-        return status
-    return None
 
 
 @contextlib.contextmanager
@@ -328,12 +277,3 @@ def _unique(lines: Iterable[str]) -> Iterator[str]:
         if line != last:
             yield line
         last = line
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

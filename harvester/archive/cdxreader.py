@@ -22,7 +22,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeadersParserException
 
-from harvester.archive.cdx import WARC_SUFFIXES, is_capture
+from harvester.archive.cdxline import WARC_SUFFIXES, is_capture
 from harvester.exceptions import ArchiveError
 
 __all__ = ["read_back"]

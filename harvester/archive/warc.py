@@ -14,7 +14,7 @@ it is finished. The writer holds an advisory ``flock`` on its ``.open`` file. Af
 record and renames it; it and :func:`verify_warc` live in :mod:`harvester.archive.repair`.
 
 As it writes, the writer makes the CDXJ line of every capture record
-(:func:`harvester.archive.cdx.capture_line`) and hands a finished file's lines to its
+(:func:`harvester.archive.cdxline.capture_line`) and hands a finished file's lines to its
 ``on_finish`` callback, so the index never has to read the file back.
 
 The writer is not thread-safe: call it from one thread.
@@ -44,7 +44,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from harvester.archive.cdx import capture_line
+from harvester.archive.cdxline import capture_line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.archive.repair import repair_open_files, verify_warc
 from harvester.clock import utcnow
