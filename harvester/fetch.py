@@ -16,7 +16,7 @@ or ``"disconnect"`` (the server closed or reset mid-body, e.g. a lying Content-L
 before the first body byte raises :class:`TransientFetchError` instead.
 
 **Payload fidelity.** Requests say ``Accept-Encoding: identity`` and the session never
-decompresses, so ``FetchResult.body`` is the entity body exactly as sent, with the transfer
+decompresses, so ``HttpExchange.body`` is the entity body exactly as sent, with the transfer
 coding (chunked) removed and any content coding kept. A server that sends gzip anyway gets its
 compressed bytes stored, bounded by ``max_size``; nothing is inflated here, so a decompression
 bomb costs no more than its compressed size. A WARC writer must drop ``Transfer-Encoding``
@@ -44,7 +44,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
@@ -56,6 +56,7 @@ from yarl import URL
 from harvester import __version__
 from harvester.clock import Clock, utcnow
 from harvester.exceptions import PermanentFetchError, TransientFetchError
+from harvester.exchange import HttpExchange, Redirect, protocol
 from harvester.robots import RobotsCache, RobotsRules, robots_url
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "RobotsRules",
     "backoff_delay",
     "parse_retry_after",
+    "redirect_target",
     "robots_url",
     "utcnow",
 ]
@@ -88,8 +90,6 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_REDIRECTS = 5  # RFC 9309 §2.3.1.2: follow at least five
 
 Sleep = Callable[[float], Awaitable[None]]
-Header = tuple[str, str]
-Redirect = tuple[str, int, str]
 
 
 @dataclass(frozen=True)
@@ -127,34 +127,8 @@ class FetchSettings:
         return words[0] if words else "*"
 
 
-@dataclass(frozen=True)
-class FetchResult:
-    """One HTTP exchange as the archive needs it.
-
-    ``started``, ``elapsed``, the headers and the body belong to the final hop; ``url`` is the
-    URL asked for and ``redirects`` the hops from it to ``final_url``.
-    """
-
-    url: str
-    final_url: str
-    method: str
-    status: int
-    reason: str
-    http_version: str
-    request_headers: list[Header]
-    response_headers: list[Header]
-    body: bytes
-    truncated: str | None
-    peer_ip: str | None
-    started: datetime
-    elapsed: float
-    latency: float = 0.0  # seconds until the response headers arrived
-    redirects: list[Redirect] = field(default_factory=list)
-
-    def header(self, name: str) -> str | None:
-        """The first response header called ``name`` (case-insensitive), or None."""
-        wanted = name.lower()
-        return next((v for k, v in self.response_headers if k.lower() == wanted), None)
+# The fetcher's name for the exchange it returns: one value type for every HTTP client.
+FetchResult = HttpExchange
 
 
 class ResourceFetcher(Protocol):
@@ -167,7 +141,7 @@ class ResourceFetcher(Protocol):
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         follow_redirects: bool = True,
-    ) -> FetchResult: ...
+    ) -> HttpExchange: ...
 
 
 @dataclass(frozen=True)
@@ -315,7 +289,7 @@ class Fetcher:
         method: str = "GET",
         headers: Mapping[str, str] | None = None,
         follow_redirects: bool = True,
-    ) -> FetchResult:
+    ) -> HttpExchange:
         """Fetch ``url``; 2xx, 3xx (when not followed), 304 and 4xx other than 429 are results.
 
         Raises :class:`PermanentFetchError` for robots.txt refusals, redirect loops, too many
@@ -328,22 +302,22 @@ class Fetcher:
         policy = self._resource_policy
         return await self._follow(url, method, request_headers, follow_redirects, policy)
 
-    async def _load_robots(self, url: str) -> FetchResult:
+    async def _load_robots(self, url: str) -> HttpExchange:
         return await self._follow(url, "GET", {}, True, self._robots_policy)
 
     async def _follow(
         self, url: str, method: str, headers: dict[str, str], follow: bool, policy: _Policy
-    ) -> FetchResult:
+    ) -> HttpExchange:
         redirects: list[Redirect] = []
         current = url
         while True:
             if policy.obey_robots:
                 await self._check_robots(current)
             result = await self._with_retries(method, current, headers, policy)
-            location = _redirect_target(result) if follow else None
+            location = redirect_target(result) if follow else None
             if location is None:
-                return replace(result, url=url, redirects=redirects)
-            redirects.append((result.final_url, result.status, location))
+                return replace(result, redirects=tuple(redirects))
+            redirects.append((result.url, result.status, location))
             _check_redirect(url, redirects, policy.max_redirects)
             log.debug("redirect %s -> %s (%d)", current, location, result.status)
             method = _method_after(result.status, method)
@@ -360,7 +334,7 @@ class Fetcher:
 
     async def _with_retries(
         self, method: str, url: str, headers: dict[str, str], policy: _Policy
-    ) -> FetchResult:
+    ) -> HttpExchange:
         attempt = 0
         while True:
             try:
@@ -387,17 +361,17 @@ class Fetcher:
             attempt, error.retry_after, base=s.backoff_base, cap=s.backoff_max, rng=self._rng
         )
 
-    def _transient(self, result: FetchResult) -> TransientFetchError | None:
+    def _transient(self, result: HttpExchange) -> TransientFetchError | None:
         if result.status != 429 and not 500 <= result.status < 600:
             return None
         header = result.header("Retry-After")
         retry_after = None if header is None else parse_retry_after(header, self._clock())
-        message = f"HTTP {result.status} {result.reason} from {result.final_url}"
+        message = f"HTTP {result.status} {result.reason} from {result.url}"
         return TransientFetchError(message, retry_after)
 
     async def _attempt(
         self, method: str, url: str, headers: dict[str, str], max_size: int
-    ) -> FetchResult:
+    ) -> HttpExchange:
         loop = asyncio.get_running_loop()
         started, start = self._clock(), loop.time()
         deadline_at = start + self.settings.deadline
@@ -490,17 +464,17 @@ def _result(
     truncated: str | None,
     started: datetime,
     timing: tuple[float, float],
-) -> FetchResult:
+) -> HttpExchange:
     # latin-1 maps bytes 1:1, so a writer can re-encode the headers exactly as received
-    raw = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in response.raw_headers]
-    return FetchResult(
-        url=url,
-        final_url=str(response.url),
+    raw = tuple((n.decode("latin-1"), v.decode("latin-1")) for n, v in response.raw_headers)
+    version = response.version
+    return HttpExchange(
+        url=url,  # as the caller spelt it: the key it looks captures up by
         method=response.method,
+        protocol=protocol(version.major, version.minor) if version else "HTTP/1.1",
         status=response.status,
         reason=response.reason or "",
-        http_version=_version(response.version),
-        request_headers=list(response.request_info.headers.items()),
+        request_headers=tuple(response.request_info.headers.items()),
         response_headers=raw,
         body=body,
         truncated=truncated,
@@ -511,17 +485,13 @@ def _result(
     )
 
 
-def _version(version: aiohttp.HttpVersion | None) -> str:
-    return "" if version is None else f"{version.major}.{version.minor}"
-
-
-def _redirect_target(result: FetchResult) -> str | None:
+def redirect_target(result: HttpExchange) -> str | None:
     """The absolute URL a 3xx points to, without its fragment; None if not a redirect."""
     location = result.header("Location")
     if result.status not in REDIRECT_STATUSES or not location:
         return None
     try:
-        target = URL(result.final_url).join(URL(location.strip())).with_fragment(None)
+        target = URL(result.url).join(URL(location.strip())).with_fragment(None)
     except ValueError as exc:
         raise PermanentFetchError(f"bad Location {location!r}", result.status) from exc
     if target.scheme not in ("http", "https"):

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
+from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
 from harvester.discovery import discover
 from harvester.exceptions import ArchiveError, FetchError
@@ -25,6 +26,7 @@ from harvester.fetch import Fetcher, FetchResult, FetchSettings
 from harvester.listing import Lister
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
+from harvester.redirects import fetch_chain
 from harvester.settings import HarvestSettings
 from harvester.state import ACTIVE, HarvestState, Resource
 from harvester.summary import Progress, Summary
@@ -184,19 +186,24 @@ class Harvest:
         )
 
     async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
+        """Fetch ``res`` and the redirects it leads to on its host; archive every hop in one
+        group; the state points at the listed URL's own response, the chain's first record."""
         await self.pacer.wait(res.url)
+        limit = fetcher.settings.max_redirects
         try:
-            result = await fetcher.fetch(res.url, headers=conditional_headers(res))
+            hops = await fetch_chain(fetcher, res.url, conditional_headers(res), limit=limit)
         except FetchError as exc:
             self._fail(res, str(exc), getattr(exc, "status", None))
             return
+        result = hops[-1]
         if result.status in GONE or result.status >= 400:
-            self._fail(res, f"HTTP {result.status} {result.reason}", result.status)
+            where = f" at {result.url}" if len(hops) > 1 else ""
+            self._fail(res, f"HTTP {result.status} {result.reason}{where}", result.status)
             return
-        capture, unchanged = recorder.fetched(res, result)
+        capture, unchanged = recorder.fetched(res, hops[0], followed=hops[1:])
         self.state.mark_archived(res.url, capture, None)
         self._check_stable(res, result)
-        self.summary.bytes += len(result.body)
+        self.summary.bytes += sum(len(hop.body) for hop in hops)
         if unchanged:
             self.summary.unchanged += 1
         else:
@@ -277,10 +284,6 @@ def _http_time(value: str | None) -> float | None:
         return parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError):
         return None
-
-
-def _ends_group(record_type: str) -> bool:
-    return record_type == "metadata"
 
 
 def _prefix(site_url: str) -> str:

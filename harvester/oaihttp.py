@@ -21,7 +21,8 @@ An OAI-PMH response is untrusted input, so the client's HTTP is our own rather t
 - **Redirects** (§3.1.2.2, 302 to another repository) are followed by hand, at most
   ``MAX_REDIRECTS`` hops, without reading the bodies of the hops.
 
-Each response is kept as an :class:`Exchange`, the bytes as received, so it can be archived.
+Each response is kept as an :class:`~harvester.exchange.HttpExchange`, the bytes as received
+(``url`` its final hop's URL, ``decoded`` the body decoded), so it can be archived.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from harvester.exceptions import (
     ProtocolError,
     TransientFetchError,
 )
+from harvester.exchange import Header, HttpExchange, protocol
 from harvester.fetch import backoff_delay, parse_retry_after
 from harvester.oaidates import parse_oai_datestamp
 
@@ -63,34 +65,9 @@ ACCEPT_ENCODING = "gzip, deflate, identity"
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
-HeaderField = tuple[str, str]
 
-
-@dataclass(frozen=True)
-class Exchange:
-    """One HTTP request and its response, for archiving.
-
-    ``body`` is the entity body as received, content coding (gzip, deflate) kept and transfer
-    coding (chunked) removed, so a WARC writer must drop ``Transfer-Encoding`` from the stored
-    headers. ``content`` is ``body`` decoded: the bytes that were parsed. ``url`` is the
-    final hop's URL; ``started`` the moment the request was sent.
-    """
-
-    url: str
-    method: str
-    request_headers: tuple[HeaderField, ...]
-    http_version: str
-    status: int
-    reason: str
-    response_headers: tuple[HeaderField, ...]
-    body: bytes
-    content: bytes
-    started: datetime
-
-    def header(self, name: str) -> str | None:
-        """The first response header called ``name`` (case-insensitive), or None."""
-        wanted = name.lower()
-        return next((v for k, v in self.response_headers if k.lower() == wanted), None)
+# The OAI-PMH client's name for the exchange it returns: one value type for every HTTP client.
+Exchange = HttpExchange
 
 
 @dataclass(frozen=True)
@@ -197,7 +174,7 @@ def _inflate(data: bytes, wbits: int, limit: int, url: str) -> bytes:
     return bytes(out)
 
 
-def _request_headers(response: requests.Response) -> tuple[HeaderField, ...]:
+def _request_headers(response: requests.Response) -> tuple[Header, ...]:
     sent = [
         (name, value.decode("latin-1") if isinstance(value, bytes) else value)
         for name, value in response.request.headers.items()
@@ -224,7 +201,7 @@ class Http:
         self._clock = clock
         self._rng = rng
 
-    def get(self, url: str, params: dict[str, str]) -> Exchange:
+    def get(self, url: str, params: dict[str, str]) -> HttpExchange:
         """The exchange for ``url?params``, after retrying transient failures."""
         attempt = 0
         while True:
@@ -247,7 +224,7 @@ class Http:
         wanted = None if error.retry_after is None else min(error.retry_after, cap)
         return backoff_delay(attempt, wanted, base=self.limits.backoff, cap=cap, rng=self._rng)
 
-    def _attempt(self, url: str, params: dict[str, str] | None) -> Exchange:
+    def _attempt(self, url: str, params: dict[str, str] | None) -> HttpExchange:
         for _hop in range(MAX_REDIRECTS + 1):
             started = self._clock()
             response = self._send(url, params)
@@ -279,7 +256,7 @@ class Http:
         except requests.RequestException as exc:
             raise PermanentFetchError(f"cannot request {url}: {exc}") from exc
 
-    def _receive(self, response: requests.Response, started: datetime) -> Exchange:
+    def _receive(self, response: requests.Response, started: datetime) -> HttpExchange:
         url, status = response.url, response.status_code
         if status == 429 or 500 <= status < 600:
             header = response.headers.get("Retry-After")
@@ -289,16 +266,17 @@ class Http:
             raise PermanentFetchError(f"HTTP {status} {response.reason} from {url}", status)
         body = self._read_body(response)
         coding = response.headers.get("Content-Encoding")
-        return Exchange(
+        version = response.raw.version  # http.client's 10 or 11
+        return HttpExchange(
             url=url,
             method="GET",
             request_headers=_request_headers(response),
-            http_version="HTTP/1.0" if response.raw.version == 10 else "HTTP/1.1",
+            protocol=protocol(version // 10, version % 10),
             status=status,
             reason=response.reason or "",
             response_headers=tuple(response.raw.headers.items()),
             body=body,
-            content=decode_content(body, coding, self.limits.max_bytes, url),
+            decoded=decode_content(body, coding, self.limits.max_bytes, url),
             started=started,
         )
 

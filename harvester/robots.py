@@ -18,16 +18,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from protego import Protego
 from yarl import URL
 
 from harvester.clock import Clock, utcnow
 from harvester.exceptions import PermanentFetchError, TransientFetchError
-
-if TYPE_CHECKING:
-    from harvester.fetch import FetchResult
+from harvester.exchange import HttpExchange
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +62,7 @@ class RobotsCache:
 
     def __init__(
         self,
-        load: Callable[[str], Awaitable[FetchResult]],
+        load: Callable[[str], Awaitable[HttpExchange]],
         *,
         token: str,
         ttl: float,

@@ -110,11 +110,11 @@ def robots_for_agent() -> Iterator[RunningServer]:
 def test_200_records_the_exchange(website: RunningServer) -> None:
     before = datetime.now(UTC)
     result = fetch_one(f"{website.url}/hello")
-    assert (result.status, result.reason, result.http_version) == (200, "OK", "1.1")
+    assert (result.status, result.reason, result.protocol) == (200, "OK", "HTTP/1.1")
     assert result.body == hostile.HELLO
-    assert result.url == result.final_url == f"{website.url}/hello"
+    assert result.url == result.requested == f"{website.url}/hello"
     assert result.peer_ip == "127.0.0.1"
-    assert result.redirects == [] and result.truncated is None
+    assert result.redirects == () and result.truncated is None
     assert before <= result.started <= datetime.now(UTC) and result.elapsed > 0
     sent = dict(result.request_headers)
     assert sent["Host"] == f"127.0.0.1:{website.port}"
@@ -163,19 +163,19 @@ def test_fetch_before_open_is_refused() -> None:
 def test_redirect_chain_is_recorded(website: RunningServer) -> None:
     result = fetch_one(f"{website.url}/redirect/2")
     assert result.status == 200 and result.body == hostile.HELLO
-    assert result.url == f"{website.url}/redirect/2"
-    assert result.final_url == f"{website.url}/hello"
-    assert result.redirects == [
+    assert result.requested == f"{website.url}/redirect/2"
+    assert result.url == f"{website.url}/hello", "the URL the body came from"
+    assert result.redirects == (
         (f"{website.url}/redirect/2", 302, f"{website.url}/redirect/1"),
         (f"{website.url}/redirect/1", 302, f"{website.url}/redirect/0"),
         (f"{website.url}/redirect/0", 302, f"{website.url}/hello"),
-    ]
+    )
 
 
 def test_redirect_not_followed_is_returned(website: RunningServer) -> None:
     result = fetch_one(f"{website.url}/redirect/0", follow_redirects=False)
     assert (result.status, result.header("Location")) == (302, "/hello")
-    assert result.redirects == []
+    assert result.redirects == ()
 
 
 def test_redirect_loop_is_permanent(website: RunningServer) -> None:

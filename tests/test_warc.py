@@ -695,7 +695,9 @@ def test_repair_reads_past_a_member_ending_at_a_read_boundary(tmp_path: Path, me
     whole = finished(writer.current_path)
     writer.close()
 
-    repaired = repair_open_files(directory, group_end=lambda kind: kind == "metadata")
+    repaired = repair_open_files(
+        directory, group_end=lambda fields: fields.get("warc-type") == "metadata"
+    )
 
     path = directory / "harvest-killed.warc.gz"
     assert repaired == [path]

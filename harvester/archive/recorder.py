@@ -2,14 +2,21 @@
 
 One group per resource, written into one file in one flush:
 
-* fetched: ``response`` + ``request`` (WARC-Concurrent-To), then the DIDL ``metadata``;
+* fetched: ``response`` + ``request`` (WARC-Concurrent-To); then, for a listed URL that
+  redirects, the ``response`` + ``request`` of every hop followed, each under its own URI; then
+  a crawled page's outlinks ``metadata``; then the DIDL ``metadata``;
 * unchanged (a 304, or the same payload digest): ``revisit`` + ``request``, then the DIDL;
 * carried by value in an ``oai_didl`` record: ``resource``, then the DIDL;
 * deleted: one DIDL ``metadata`` record saying so.
 
-Because every group ends with a ``metadata`` record, crash repair cuts a ``.open`` file back to
-its last metadata record and never leaves half a group; :meth:`Recorder.reconcile` then finds
-groups that reached the disk before the state heard of them.
+Every group ends with a ``metadata`` record without a WARC-Target-URI (a DIDL record, or the
+note closing an OAI-PMH exchange), and no other record of a group is one: the outlinks record
+names its page. Crash repair, given :func:`ends_group`, cuts a ``.open`` file back to the last
+such record, so it never leaves half a group; :meth:`Recorder.reconcile` then finds groups that
+reached the disk before the state heard of them.
+
+Every record is made from one :class:`~harvester.exchange.HttpExchange`, whichever client made
+it, so the HTTP version is spelled one way in every request and status line.
 """
 
 from __future__ import annotations
@@ -17,11 +24,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
@@ -38,8 +44,7 @@ from harvester.archive.didl import (
     sniff_mime,
 )
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
-from harvester.fetch import FetchResult
-from harvester.oai import Exchange
+from harvester.exchange import HttpExchange
 from harvester.state import Capture, Resource
 
 log = logging.getLogger(__name__)
@@ -93,37 +98,58 @@ class Recorder:
     # -- groups ------------------------------------------------------------------------
 
     def fetched(
-        self, res: Resource, result: FetchResult, outlinks: Sequence[str] | None = None
+        self,
+        res: Resource,
+        result: HttpExchange,
+        outlinks: Sequence[str] | None = None,
+        followed: Sequence[HttpExchange] = (),
     ) -> tuple[Capture, bool]:
-        """A fresh capture, or a revisit when the server or the digest says nothing changed;
-        the flag says it was a revisit. A crawled page also gets its outlinks record."""
-        payload = Payload.of(result.body)
-        unchanged = bool(res.record_id) and (
-            result.status == 304 or res.payload_digest == payload.warc_digest
-        )
-        if unchanged and result.status == 304:
-            content = self._revisit(res, result, "server-not-modified")
-            payload = Payload(res.sha1 or "", res.sha256 or "", res.payload_digest or "")
-        elif unchanged:
-            content = self._revisit(res, result, "identical-payload-digest")
-        else:
-            content = self.writer.response_record(
-                result.url,
-                _response_headers(result),
-                result.body,
-                ip=result.peer_ip,
-                truncated=result.truncated,
-            )
-        request = self.writer.request_record(
-            result.url, _request_headers(result), concurrent_to=_id(content), ip=result.peer_ip
-        )
-        first = [content, request]
-        if outlinks:  # before the content: a cut after it leaves no half-recorded page
-            first.insert(0, self._outlinks(result.url, _id(content), outlinks))
+        """A fresh capture of ``res``, or a revisit when the server or the digest says nothing
+        changed; the flag says it was a revisit.
+
+        ``result`` is the exchange for ``res.url`` itself; ``followed`` are the hops of the
+        redirect it answered, each archived under its own URI in the same group. The capture
+        returned, and the DIDL record, are ``result``'s. A crawled page also gets its outlinks
+        record, after its response and request, so the DIDL record still closes the group.
+        """
+        content, payload = self._content(res, result)
+        request = self._request(result, _id(content))
+        records = [content, request]
+        for hop in followed:
+            hop_content = self._response(hop)
+            records += [hop_content, self._request(hop, _id(hop_content))]
+        if outlinks:
+            records.append(self._outlinks(result.url, _id(content), outlinks))
         locations = self.writer.write_group(
-            first, then=lambda locs: [self._didl(res, result, payload, locs[-2])]
+            records, then=lambda locs: [self._didl(res, result, payload, locs[0])]
         )
-        return _capture(locations[-3], result, payload), unchanged
+        unchanged = content.rec_type == "revisit"
+        return _capture(locations[0], result, payload), unchanged
+
+    def _content(self, res: Resource, result: HttpExchange) -> tuple[ArcWarcRecord, Payload]:
+        """The content record and its payload: a revisit when ``res``'s last capture has the
+        same payload or the server says 304 (then the payload is the last capture's)."""
+        payload = Payload.of(result.body)
+        if res.record_id and result.status == 304:
+            last = Payload(res.sha1 or "", res.sha256 or "", res.payload_digest or "")
+            return self._revisit(res, result, "server-not-modified"), last
+        if res.record_id and res.payload_digest == payload.warc_digest:
+            return self._revisit(res, result, "identical-payload-digest"), payload
+        return self._response(result), payload
+
+    def _response(self, result: HttpExchange) -> ArcWarcRecord:
+        return self.writer.response_record(
+            result.url,
+            _response_headers(result),
+            result.body,
+            ip=result.peer_ip,
+            truncated=result.truncated,
+        )
+
+    def _request(self, result: HttpExchange, concurrent_to: str) -> ArcWarcRecord:
+        return self.writer.request_record(
+            result.url, _request_headers(result), concurrent_to=concurrent_to, ip=result.peer_ip
+        )
 
     def _outlinks(self, url: str, refers_to: str, outlinks: Sequence[str]) -> ArcWarcRecord:
         """Heritrix's outlinks record: ``application/warc-fields``, skipped by replay indexers."""
@@ -132,14 +158,10 @@ class Recorder:
             body, content_type="application/warc-fields", refers_to=refers_to, target_uri=url
         )
 
-    def exchange(self, exchange: Exchange) -> list[RecordLocation]:
+    def exchange(self, exchange: HttpExchange) -> list[RecordLocation]:
         """A raw OAI-PMH exchange (strategy didl): response + request + a closing note."""
-        response = self.writer.response_record(
-            exchange.url, _response_headers(exchange), exchange.body
-        )
-        request = self.writer.request_record(
-            exchange.url, _request_headers(exchange), concurrent_to=_id(response)
-        )
+        response = self._response(exchange)
+        request = self._request(exchange, _id(response))
         note = f"oai-exchange: {exchange.url}\r\n".encode()
         return self.writer.write_group(
             [response, request],
@@ -159,7 +181,7 @@ class Recorder:
             url=url,
             status=200,
             reason="OK",
-            http_version="1.1",
+            protocol="HTTP/1.1",
             response_headers=headers,
             body=body,
             truncated=None,
@@ -185,7 +207,7 @@ class Recorder:
         record = self.writer.metadata_record(didl, refers_to=res.record_id)
         return self.writer.write_group([record])[0]
 
-    def _revisit(self, res: Resource, result: FetchResult, profile: str) -> ArcWarcRecord:
+    def _revisit(self, res: Resource, result: HttpExchange, profile: str) -> ArcWarcRecord:
         return self.writer.revisit_record(
             result.url,
             _response_headers(result),
@@ -197,14 +219,14 @@ class Recorder:
         )
 
     def _didl(
-        self, res: Resource, result: FetchResult | _Carried, payload: Payload, at: RecordLocation
+        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
     ) -> ArcWarcRecord:
         kind = "resource" if isinstance(result, _Carried) else "response"
         desc = CaptureDescription(
             url=result.url,
             status=result.status,
             reason=result.reason,
-            protocol=f"HTTP/{result.http_version}",
+            protocol=result.protocol,
             headers=result.response_headers,
             sha1=payload.sha1,
             sha256=payload.sha256,
@@ -223,8 +245,9 @@ class Recorder:
     def reconcile(self, repaired: Sequence[Path]) -> list[tuple[str, Capture]]:
         """Captures in repaired files whose group is complete: (url, capture) pairs.
 
-        A group is complete when its DIDL record (which refers to the content record) made it
-        to disk; the caller marks those URLs archived if the state had not yet.
+        A group is complete when its closing record (the DIDL record, which refers to the
+        content record) made it to disk; the caller marks those URLs archived if the state
+        had not yet.
         """
         found: list[tuple[str, Capture]] = []
         for path in repaired:
@@ -238,7 +261,7 @@ class Recorder:
                     offset, length = it.get_record_offset(), it.get_record_length()
                     if kind in ("response", "resource"):
                         content[rid] = (record, offset, length, Payload.of(body))
-                    elif kind == "metadata":
+                    elif ends_group({k.lower(): v for k, v in record.rec_headers.headers}):
                         ref = record.rec_headers.get_header("WARC-Refers-To")
                         if ref in content:
                             found.append(_recovered(path.name, *content[ref]))
@@ -247,15 +270,28 @@ class Recorder:
 
 @dataclass(frozen=True)
 class _Carried:
-    """The parts of a FetchResult that a by-value resource also has."""
+    """The parts of an HttpExchange that a by-value resource also has."""
 
     url: str
     status: int
     reason: str
-    http_version: str
+    protocol: str
     response_headers: list[tuple[str, str]]
     body: bytes
     truncated: str | None
+
+
+def ends_group(fields: Mapping[str, str]) -> bool:
+    """Whether the record with these WARC header fields (names lower-cased) closes a group.
+
+    >>> ends_group({"warc-type": "metadata", "content-type": "application/xml"})
+    True
+    >>> ends_group({"warc-type": "metadata", "warc-target-uri": "http://h/"})  # outlinks
+    False
+    >>> ends_group({"warc-type": "response", "warc-target-uri": "http://h/"})
+    False
+    """
+    return fields.get("warc-type") == "metadata" and not fields.get("warc-target-uri")
 
 
 def _id(record: ArcWarcRecord) -> str:
@@ -266,21 +302,13 @@ def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return next((v for k, v in headers if k.lower() == name), None)
 
 
-def _response_headers(result: FetchResult | Exchange) -> StatusAndHeaders:
+def _response_headers(result: HttpExchange) -> StatusAndHeaders:
     headers = [(k, v) for k, v in result.response_headers if k.lower() not in HOP_BY_HOP]
-    return StatusAndHeaders(
-        f"{result.status} {result.reason}", headers, protocol=f"HTTP/{result.http_version}"
-    )
+    return StatusAndHeaders(f"{result.status} {result.reason}", headers, protocol=result.protocol)
 
 
-def _request_headers(result: FetchResult | Exchange) -> StatusAndHeaders:
-    parts = urlsplit(result.url)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return StatusAndHeaders(
-        f"{result.method} {target} HTTP/{result.http_version}",
-        list(result.request_headers),
-        is_http_request=True,
-    )
+def _request_headers(result: HttpExchange) -> StatusAndHeaders:
+    return StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
 
 
 def _oai_info(res: Resource, endpoint: str | None, deleted: bool = False) -> OaiHeaderInfo | None:
@@ -295,7 +323,7 @@ def _oai_info(res: Resource, endpoint: str | None, deleted: bool = False) -> Oai
     )
 
 
-def _capture(at: RecordLocation, result: FetchResult | _Carried, payload: Payload) -> Capture:
+def _capture(at: RecordLocation, result: HttpExchange | _Carried, payload: Payload) -> Capture:
     return Capture(
         record_id=at.record_id,
         warc_file=at.filename,

@@ -15,7 +15,7 @@ import fcntl
 import logging
 import os
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -38,22 +38,27 @@ _READ_SIZE = 1 << 14
 _HEAD_SIZE = 1 << 16
 
 
+GroupEnd = Callable[[Mapping[str, str]], bool]
+
+
 @dataclass(frozen=True)
 class _Member:
-    """One complete gzip member: where it ends and the WARC-Type of the record it holds."""
+    """One complete gzip member: where it ends and the WARC header of the record it holds."""
 
     end: int
-    record_type: str | None  # None: not exactly one complete WARC record
+    fields: Mapping[str, str] | None  # names lower-cased; None: not exactly one whole record
+
+    @property
+    def record_type(self) -> str | None:
+        return None if self.fields is None else self.fields.get("warc-type") or None
 
 
-def repair_open_files(
-    directory: Path, group_end: Callable[[str], bool] | None = None
-) -> list[Path]:
+def repair_open_files(directory: Path, group_end: GroupEnd | None = None) -> list[Path]:
     """Cut leftover, unlocked ``.open`` files back to their last complete record.
 
-    With ``group_end``, cut further, back to the last record of a type that ends a group
-    (the harvester ends every group with its DIDL ``metadata`` record), so that no half
-    group survives. Each file is renamed to ``.warc.gz``, or deleted when no record but
+    With ``group_end``, cut further, back to the last record whose WARC header fields (names
+    lower-cased) it says end a group (the harvester's is ``recorder.ends_group``), so that no
+    half group survives. Each file is renamed to ``.warc.gz``, or deleted when no record but
     warcinfo survives. Returns the repaired files.
     """
     repaired = []
@@ -67,7 +72,7 @@ def repair_open_files(
     return repaired
 
 
-def _repair(path: Path, group_end: Callable[[str], bool] | None = None) -> Path | None:
+def _repair(path: Path, group_end: GroupEnd | None = None) -> Path | None:
     try:
         fh = open(path, "r+b")  # noqa: SIM115 - closed below, after the rename
     except FileNotFoundError:
@@ -95,11 +100,11 @@ def _repair(path: Path, group_end: Callable[[str], bool] | None = None) -> Path 
     return final
 
 
-def _whole_groups(members: list[_Member], group_end: Callable[[str], bool]) -> list[_Member]:
+def _whole_groups(members: list[_Member], group_end: GroupEnd) -> list[_Member]:
     """The members up to the last one that ends a group (or the warcinfo)."""
     for last in range(len(members) - 1, -1, -1):
-        kind = members[last].record_type or ""
-        if kind == "warcinfo" or group_end(kind):
+        fields = members[last].fields or {}
+        if fields.get("warc-type") == "warcinfo" or group_end(fields):
             return members[: last + 1]
     return []
 
@@ -168,7 +173,7 @@ def _members(fh: BinaryIO) -> Iterator[_Member]:
             return
         consumed, head, size, data = inflated
         offset += consumed
-        yield _Member(offset, _record_type(head, size))
+        yield _Member(offset, _record_fields(head, size))
 
 
 def _inflate_member(fh: BinaryIO, data: bytes) -> tuple[int, bytes, int, bytes] | None:
@@ -196,19 +201,19 @@ def _inflate_member(fh: BinaryIO, data: bytes) -> tuple[int, bytes, int, bytes] 
     return consumed, bytes(head), size, data
 
 
-def _record_type(head: bytes, size: int) -> str | None:
-    """The WARC-Type if the content is exactly one complete WARC record, else None."""
+def _record_fields(head: bytes, size: int) -> dict[str, str] | None:
+    """The WARC header fields if the content is exactly one complete WARC record, else None."""
     end = head.find(b"\r\n\r\n")
     if end < 0 or not head.startswith(b"WARC/"):
         return None
     fields = {}
     for line in head[:end].split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
-        fields[name.strip().lower()] = value.strip()
+        fields[name.strip().lower().decode("latin-1")] = value.strip().decode("latin-1")
     try:
-        length = int(fields[b"content-length"])
+        length = int(fields["content-length"])
     except (KeyError, ValueError):
         return None
     if size != end + 4 + length + 4:  # header block, CRLF CRLF, content block, CRLF CRLF
         return None
-    return fields.get(b"warc-type", b"").decode("ascii", "replace") or None
+    return fields

@@ -1,8 +1,11 @@
 """Canonical URLs: one resource, one key, wherever a URL is compared or stored.
 
-``canonicalize`` is the only way a URL becomes a key: the crawler's seen-set and frontier and
-the OAI-PMH path both use it. It applies the normalisations of RFC 3986 §6.2.2 and §6.2.3 and
-of RFC 9110 §4.2.3 (``http`` and ``https`` only):
+``canonicalize`` is the only way the crawl makes a URL a key: its seeds, its extracted links,
+its frontier and seen-set, and its scope checks (through ``host_of``) all use it. The OAI-PMH
+path does not canonicalise: a listed resource is keyed and fetched by its OAI identifier
+exactly as the provider wrote it (stripped of surrounding white space), since mod_oai's
+identifier is the resource's URL. ``canonicalize`` applies the normalisations of RFC 3986
+§6.2.2 and §6.2.3 and of RFC 9110 §4.2.3 (``http`` and ``https`` only):
 
 1. the reference is split (RFC 3986 Appendix B) and resolved against a base (§5.2.2, with
    the non-strict reading that ``http:g`` is relative, as ``urllib.parse.urljoin`` has it);
