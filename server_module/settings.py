@@ -1,7 +1,9 @@
 """Every provider default in one place, layered: defaults < TOML file < environment < flags.
 
 Environment variables are ``OAI_PROVIDER_<FIELD>`` (upper case), e.g.
-``OAI_PROVIDER_PAGE_SIZE=500``; a TOML file holds the same field names at top level.
+``OAI_PROVIDER_PAGE_SIZE=500``; a TOML file holds the same field names at top level. A list
+is a TOML array, or in the environment a string split at ``,`` (``exclude``) or, for folders,
+at ``os.pathsep`` as ``PATH`` is (``OAI_PROVIDER_ALLOW_OUTSIDE=/usr/share/javascript:/srv/x``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from server_module.scan import DEFAULT_EXCLUDES
+from server_module.publicpaths import DEFAULT_EXCLUDES
 
 ENV_PREFIX = "OAI_PROVIDER_"
 
@@ -36,6 +38,7 @@ class ProviderSettings:
     token_ttl: int = 7 * 24 * 3600  # resumption tokens expire after a week
     read_ahead: bool = True  # make the next list page while the harvester parses this one
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
+    allow_outside: tuple[Path, ...] = ()  # folders outside the root that symlinks may publish
     serve_files: bool = True  # False when nginx/Apache serves the files and proxies the endpoint
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -68,8 +71,8 @@ def _coerce(name: str, raw: Any) -> Any:
         return int(raw)
     if "float" in kind:
         return float(raw)
-    if "tuple" in kind:
-        return tuple(p for p in raw.split(",") if p)
+    if "tuple" in kind:  # a list: of paths split as PATH is (":"), of patterns at ","
+        return tuple(p for p in raw.split(os.pathsep if "Path" in kind else ",") if p)
     if "Path" in kind:
         return Path(raw)
     return raw
@@ -96,6 +99,7 @@ def load_settings(
     if missing:
         raise ValueError(f"missing required setting(s): {', '.join(sorted(missing))}")
     values["docroot"] = Path(values["docroot"])
+    values["allow_outside"] = tuple(Path(p) for p in values.get("allow_outside", ()))
     if values.get("index_path") is not None:
         values["index_path"] = Path(values["index_path"])
     if not values.get("endpoint", "/oai").startswith("/"):

@@ -149,7 +149,8 @@ def _request_relpath() -> bytes:
 
 
 def _serve(repo: Repository, record: FileRecord) -> Response:
-    opened = open_public(repo.settings.docroot, record.relpath)
+    ctx = repo.context
+    opened = open_public(ctx.docroot, record.relpath, ctx.exclude, ctx.allow_outside)
     if opened is None:
         return Response("not found\n", status=404, content_type="text/plain")
     handle, info = opened
