@@ -5,7 +5,8 @@ defaults; :func:`load` fills one from the layers. A TOML file holds the field na
 level, the environment ``<PREFIX><FIELD>`` in upper case. Text from the environment is turned
 into the field's declared type (resolved with :func:`typing.get_type_hints`, never by reading
 the annotation as a string): booleans accept ``1/true/yes/on`` and ``0/false/no/off``, tuples
-are comma-separated, and an empty value of an optional field means None.
+are comma-separated (paths colon-separated, as ``PATH`` is), and an empty value of an optional
+field means None.
 """
 
 from __future__ import annotations
@@ -105,11 +106,7 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
     origin = typing.get_origin(base) or base
     try:
         if origin is tuple:
-            return (
-                tuple(p.strip() for p in raw.split(",") if p.strip())
-                if isinstance(raw, str)
-                else tuple(raw)
-            )
+            return _sequence(base, raw)
         if origin is bool:
             return _boolean(name, raw)
         if origin in (int, float, Path, str):
@@ -119,6 +116,14 @@ def _coerce(name: str, kind: Any, raw: Any) -> Any:
     except (TypeError, ValueError) as exc:
         raise SettingsError(f"{name}: {raw!r} is not a valid {_type_name(base)}") from exc
     return raw
+
+
+def _sequence(kind: Any, raw: Any) -> tuple[Any, ...]:
+    """A tuple from a list, or from text: paths split as ``PATH`` is (``:``), the rest at ``,``."""
+    item = (typing.get_args(kind) or (str,))[0]
+    if isinstance(raw, str):
+        raw = [p.strip() for p in raw.split(os.pathsep if item is Path else ",")]
+    return tuple(item(p) if item is Path else p for p in raw if p != "")
 
 
 def _scalar(origin: type[Any], raw: Any) -> Any:

@@ -35,12 +35,7 @@ def create_app(
 ) -> Flask:
     """Build the provider; settings layer as defaults < ``config_file`` < env < arguments."""
     settings = load_settings(config_file=config_file, docroot=docroot, base_url=base_url, **flags)
-    index = FileIndex(
-        settings.index_path or default_index_path(settings.docroot),
-        settings.docroot,
-        settings.base_url,
-        exclude=settings.exclude,
-    )
+    index = file_index(settings)
     index.open()
     if refresh:
         index.refresh()
@@ -59,6 +54,17 @@ def create_app(
     app.before_request(refresher.open)
     atexit.register(refresher.close)
     return app
+
+
+def file_index(settings: ProviderSettings) -> FileIndex:
+    """The file index the settings describe, not yet opened."""
+    return FileIndex(
+        settings.index_path or default_index_path(settings.docroot),
+        settings.docroot,
+        settings.base_url,
+        exclude=settings.exclude,
+        allow_outside=settings.allow_outside,
+    )
 
 
 def settings_of(app: Flask) -> ProviderSettings:

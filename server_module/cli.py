@@ -12,6 +12,13 @@ import click
 from coop_common import __version__
 from coop_common.cli import run_click
 
+ALLOW_OUTSIDE = click.option(
+    "--allow-outside",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Publish files that symlinks in the root reach in this folder outside it (repeatable).",
+)
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="oai-provider")
@@ -38,6 +45,7 @@ def cli() -> None:
     default=None,
     help="Make the next list page while the harvester parses this one.  [default: on]",
 )
+@ALLOW_OUTSIDE
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--workers", default=2, show_default=True, type=int)
 @click.option("--threads", default=4, show_default=True, type=int)
@@ -46,6 +54,7 @@ def serve(docroot: Path, host: str, port: int, workers: int, threads: int, **fla
     from server_module.wsgiserver import serve_forever
 
     flags["base_url"] = flags["base_url"] or f"http://{host}:{port}"
+    flags["allow_outside"] = flags["allow_outside"] or None  # none given: the file's or env's
     return serve_forever(docroot, host=host, port=port, workers=workers, threads=threads, **flags)
 
 
@@ -53,19 +62,21 @@ def serve(docroot: Path, host: str, port: int, workers: int, threads: int, **fla
 @click.argument("docroot", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--base-url", required=True, help="The site's public URL.")
 @click.option("--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file.")
+@ALLOW_OUTSIDE
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
-def index(docroot: Path, base_url: str, index_path: Path | None, config_file: Path | None) -> int:
-    """Refresh DOCROOT's index once and print what changed."""
-    from server_module.index import FileIndex, default_index_path
+def index(docroot: Path, allow_outside: tuple[Path, ...], **flags: Any) -> int:
+    """Refresh DOCROOT's index once; print what changed and the symlinks out of the root it
+    did not follow."""
+    from server_module.app import file_index
+    from server_module.scan import outside_report
     from server_module.settings import load_settings
 
-    settings = load_settings(
-        config_file=config_file, docroot=docroot, base_url=base_url, index_path=index_path
-    )
-    path = settings.index_path or default_index_path(settings.docroot)
-    with FileIndex(path, settings.docroot, settings.base_url, exclude=settings.exclude) as idx:
+    settings = load_settings(docroot=docroot, allow_outside=allow_outside or None, **flags)
+    with file_index(settings) as idx:
         stats = idx.refresh()
-    click.echo(f"{path}: {stats}")
+    click.echo(f"{idx.path}: {stats}")
+    if report := outside_report(idx.outside):
+        click.echo(report)
     return 0
 
 

@@ -1,51 +1,68 @@
 """The document root's files: the one place that turns a relative path into an open file.
 
 Every read of a site file (serving it, embedding it in a DIDL record) goes through
-:func:`open_public`, which refuses hidden components, ``..``, NUL bytes, absolute paths and
-anything whose real path leaves the document root, re-checked at open time because a symlink
-can change between an index refresh and a request.
+:func:`open_public`, which applies the scan's public-path rules
+(:mod:`server_module.publicpaths`) at the moment it opens, because a symlink can change
+between an index refresh and a request:
+
+1. the relative path must have only published components (no empty, hidden or excluded one,
+   so no ``..``, no absolute path, no NUL byte or backslash);
+2. its real path must lie inside the document root or an allowed outside folder, with no
+   hidden or excluded component below that folder;
+3. that real path is then opened one component at a time from the folder, each with
+   ``O_NOFOLLOW``: a component swapped for a symlink since step 2 fails the open instead of
+   being followed, so the file opened is the file checked;
+4. what was opened must be a regular file (a fifo swapped in is not waited on).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO
 
+from server_module.publicpaths import DEFAULT_EXCLUDES, public_paths
 
-def is_public_relpath(relpath: bytes) -> bool:
-    """True for a plain relative path with no hidden, empty or dot-dot component.
-
-    >>> [is_public_relpath(p) for p in (b"a/b.html", b"a/.git/x", b"../x", b"/etc", b"a\\x00")]
-    [True, False, False, False, False]
-    """
-    if not relpath or relpath.startswith(b"/") or b"\x00" in relpath or b"\\" in relpath:
-        return False
-    return all(part and not part.startswith(b".") for part in relpath.split(b"/"))
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-@lru_cache(maxsize=16)
-def real_root(docroot: Path) -> bytes:
-    """The document root's real path, resolved once per process (it does not move)."""
-    return os.path.realpath(os.fsencode(docroot))
-
-
-def open_public(docroot: Path, relpath: bytes) -> tuple[BinaryIO, os.stat_result] | None:
-    """Open a public regular file below ``docroot`` for reading, or return None."""
-    if not is_public_relpath(relpath):
+def open_public(
+    docroot: Path,
+    relpath: bytes,
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDES,
+    allow_outside: tuple[Path, ...] = (),
+) -> tuple[BinaryIO, os.stat_result] | None:
+    """Open a public regular file of ``docroot`` for reading, or return None (steps above)."""
+    rules = public_paths(docroot, tuple(exclude), tuple(allow_outside))
+    if not rules.relpath_ok(relpath):
         return None
-    root = real_root(docroot)
-    real = os.path.realpath(os.path.join(root, relpath))
-    if not real.startswith(root + b"/"):
+    real = os.path.realpath(os.path.join(rules.root, relpath))
+    base = rules.base_of(real)
+    if base is None:
         return None
     try:
-        handle = open(real, "rb")  # noqa: SIM115 - the caller owns and closes it
-    except OSError:
+        fd = _open_beneath(base, real[len(base) :].lstrip(b"/"))
+    except OSError:  # gone, unreadable, or a component swapped for a symlink meanwhile
         return None
-    info = os.fstat(handle.fileno())
+    info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
-        handle.close()
+        os.close(fd)
         return None
-    return handle, info
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb"), info
+
+
+def _open_beneath(base: bytes, inner: bytes) -> int:
+    """Open ``base/inner`` following no symlink below ``base``; the caller closes the fd."""
+    *folders, name = inner.split(b"/")
+    dir_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for folder in folders:
+            inner_fd = os.open(folder, _DIR_FLAGS, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = inner_fd
+        return os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)

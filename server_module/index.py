@@ -33,7 +33,7 @@ from typing import Any
 from server_module.changes import Changes, Known, RefreshStats, find_changes
 from server_module.exceptions import IndexSchemaError
 from server_module.records import FileRecord, make_identifier, mime_for_set_spec, set_specs_for
-from server_module.scan import DEFAULT_EXCLUDES, Found, Scanner
+from server_module.scan import DEFAULT_EXCLUDES, Found, OutsideLink, Scanner
 
 __all__ = [
     "DEFAULT_EXCLUDES",
@@ -267,12 +267,15 @@ class FileIndex:
         base_url: str,
         *,
         exclude: Sequence[str] = DEFAULT_EXCLUDES,
+        allow_outside: Sequence[str | os.PathLike[str]] = (),
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path)
         self.docroot = Path(docroot)
         self.base_url = base_url.rstrip("/")
         self.exclude = tuple(exclude)
+        self.allow_outside = tuple(allow_outside)
+        self.outside: list[OutsideLink] = []  # the last refresh's unfollowed links out of the root
         self._clock = clock
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
@@ -405,7 +408,9 @@ class FileIndex:
     def _scan(self) -> Iterator[Found]:
         index = os.fsencode(os.path.realpath(self.path))
         skip = frozenset(index + suffix for suffix in INDEX_SUFFIXES)
-        return Scanner(os.fsencode(self.docroot), self.exclude, skip).walk()
+        scanner = Scanner(os.fsencode(self.docroot), self.exclude, skip, self.allow_outside)
+        self.outside = scanner.outside
+        return scanner.walk()
 
     @staticmethod
     def _known(conn: sqlite3.Connection) -> Iterator[Known]:

@@ -60,6 +60,8 @@ class Repository:
             docroot=settings.docroot,
             schema_base=settings.endpoint_url + "/schemas",
             inline_max=settings.inline_max,
+            exclude=settings.exclude,
+            allow_outside=settings.allow_outside,
         )
 
     def handle(self, pairs: Pairs) -> bytes:

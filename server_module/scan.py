@@ -5,27 +5,29 @@ what a web server would not serve or what is not the site's content:
 
 * hidden names (starting with ``.``), at any depth;
 * names matching an exclude pattern (``fnmatch`` globs, editor backups by default);
-* symlinks whose target leaves the document root or passes through anything hidden; a
-  symlinked folder inside the root is followed unless it loops back to a folder above it;
+* symlinks whose target is not public by :mod:`server_module.publicpaths`: it leaves the
+  document root for a folder not allowed with ``allow_outside``, or passes through anything
+  hidden or excluded. Those that leave the root are kept in :attr:`Scanner.outside`, so the
+  operator can be told. A symlinked folder is followed unless it loops back to a folder above
+  it;
 * anything that is neither a regular file nor a folder (fifos, devices, sockets);
 * the index's own files, should the index live inside the document root.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import os
-import re
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from server_module.filemeta import Stat
+from server_module.publicpaths import DEFAULT_EXCLUDES, PublicPaths
+
+__all__ = ["DEFAULT_EXCLUDES", "Found", "OutsideLink", "Scanner"]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_EXCLUDES: tuple[str, ...] = ("*~", "*.swp", "*.swo", "#*#")
 
 
 class _Dir(NamedTuple):
@@ -43,15 +45,27 @@ class Found(NamedTuple):
     stat: Stat
 
 
+class OutsideLink(NamedTuple):
+    """A symlink the scan did not follow because its target leaves the document root."""
+
+    relpath: bytes
+    target: bytes  # its real path
+
+
 class Scanner:
     """Walks the document root as the site serves it, with bytes paths throughout."""
 
-    def __init__(self, docroot: bytes, exclude: Sequence[str], skip: frozenset[bytes]) -> None:
+    def __init__(
+        self,
+        docroot: bytes,
+        exclude: Sequence[str],
+        skip: frozenset[bytes],
+        allow_outside: Iterable[str | bytes | os.PathLike[str]] = (),
+    ) -> None:
         self._root = docroot
-        self._real_root = os.path.realpath(docroot)
-        pattern = "|".join(f"(?:{fnmatch.translate(p)})" for p in exclude) or "(?!)"
-        self._exclude = re.compile(pattern, re.DOTALL).match
+        self._rules = PublicPaths(docroot, exclude, allow_outside)
         self._skip = skip
+        self.outside: list[OutsideLink] = []  # filled as the walk goes, in walk order
 
     def walk(self) -> Iterator[Found]:
         """Every file that is an item, in byte order of relative path: the index's order, so a
@@ -65,7 +79,7 @@ class Scanner:
         # A missing or unreadable root (an unmounted disk) must fail the refresh, not read as
         # "every file was deleted".
         os.scandir(self._root).close()
-        real = self._real_root
+        real = self._rules.root
         root = _Dir(self._root, b"", real, frozenset((real,)))
         stack = [(root, iter(self._listing(root)))]
         while stack:
@@ -88,7 +102,7 @@ class Scanner:
             with os.scandir(folder.path) as entries:
                 for entry in entries:
                     name = entry.name
-                    if name.startswith(b".") or self._exclude(os.fsdecode(name)):
+                    if not self._rules.name_ok(name):
                         continue
                     keys.append(name + b"/" if _is_dir(entry) else name)
         except OSError as exc:
@@ -119,8 +133,10 @@ class Scanner:
 
     def _symlink(self, path: bytes, rel: bytes, folder: _Dir) -> Found | _Dir | None:
         target = os.path.realpath(path)
-        if not self._inside(target):
-            log.debug("not following %r: it leaves the document root", path)
+        if self._rules.base_of(target) is None:
+            if self._rules.folder_of(target) is None:
+                self.outside.append(OutsideLink(rel, target))
+            log.debug("not following %r: its target %r is not public", path, target)
             return None
         st = os.stat(target)
         if stat.S_ISDIR(st.st_mode) and target not in folder.seen:
@@ -128,13 +144,6 @@ class Scanner:
         if stat.S_ISREG(st.st_mode):
             return self._file(path, rel, target, st)
         return None
-
-    def _inside(self, real: bytes) -> bool:
-        """Whether a resolved path is in the root and not in (or at) anything hidden."""
-        if not real.startswith(self._real_root + b"/"):
-            return False
-        inner = real[len(self._real_root) + 1 :]
-        return not any(part.startswith(b".") for part in inner.split(b"/"))
 
     def _file(self, path: bytes, rel: bytes, real: bytes, st: os.stat_result) -> Found | None:
         if real in self._skip:
@@ -148,3 +157,23 @@ def _is_dir(entry: os.DirEntry[bytes]) -> bool:
         return entry.is_dir()
     except OSError:
         return False
+
+
+def outside_report(links: Sequence[OutsideLink], limit: int = 50) -> str:
+    """What to tell the operator of the links the scan did not follow out of the root, with
+    the flag that publishes them; empty when there are none."""
+    if not links:
+        return ""
+    many = len(links) != 1
+    lines = [
+        f"{len(links)} symlink{'s lead' if many else ' leads'} outside the document root and "
+        f"{'are' if many else 'is'} not published (publish a folder with --allow-outside PATH):"
+    ]
+    lines += [f"  {_shown(link.relpath)} -> {_shown(link.target)}" for link in links[:limit]]
+    if len(links) > limit:
+        lines.append(f"  … and {len(links) - limit} more")
+    return "\n".join(lines)
+
+
+def _shown(path: bytes) -> str:
+    return path.decode("utf-8", "backslashreplace")

@@ -1,7 +1,9 @@
 """Every provider default in one place, layered: defaults < TOML file < environment < flags.
 
 Environment variables are ``OAI_PROVIDER_<FIELD>`` (upper case), e.g.
-``OAI_PROVIDER_PAGE_SIZE=500``; a TOML file holds the same field names at top level.
+``OAI_PROVIDER_PAGE_SIZE=500``; a TOML file holds the same field names at top level. A list
+is a TOML array, or in the environment a string split at ``,`` (``exclude``) or, for folders,
+at ``os.pathsep`` as ``PATH`` is (``OAI_PROVIDER_ALLOW_OUTSIDE=/usr/share/javascript:/srv/x``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from coop_common.settings import load
-from server_module.scan import DEFAULT_EXCLUDES
+from server_module.publicpaths import DEFAULT_EXCLUDES
 
 ENV_PREFIX = "OAI_PROVIDER_"
 
@@ -35,6 +37,7 @@ class ProviderSettings:
     token_ttl: int = 7 * 24 * 3600  # resumption tokens expire after a week
     read_ahead: bool = True  # make the next list page while the harvester parses this one
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
+    allow_outside: tuple[Path, ...] = ()  # folders outside the root that symlinks may publish
     serve_files: bool = True  # False when nginx/Apache serves the files and proxies the endpoint
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument
 

@@ -2,8 +2,10 @@
 
 Files are looked up in the index by their exact relative path, never by joining a request path
 onto the document root, and opened through :func:`server_module.files.open_public`, so neither
-``..`` (plain or percent-encoded, once or twice) nor a symlink out of the root reaches a byte
-outside it. They are served with exactly the headers the ``http_header`` format reports.
+``..`` (plain or percent-encoded, once or twice) nor a symlink to a hidden, excluded or
+outside file reaches a byte that is not public. They are served with exactly the headers the
+``http_header`` format reports. A folder is answered as nginx answers it: ``/a/`` serves
+``a/index.html``, ``/a`` redirects to ``/a/``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import zlib
 from functools import partial
 from importlib.resources import files as package_files
 from typing import Any
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote, unquote_to_bytes
 
 from flask import Blueprint, Response, current_app, request
 from werkzeug.datastructures import Headers
@@ -118,15 +120,37 @@ def schema(name: str) -> Response:
 
 
 def site_file(subpath: str) -> Response:
+    """A file by its path; a folder, as nginx answers one, by its indexed ``index.html``:
+    ``/a/`` serves ``a/index.html``, ``/a`` redirects 301 to ``/a/`` with the query kept."""
     relpath = _request_relpath()
     repo = repository()
+    folder = not relpath or relpath.endswith(b"/")
     with repo.index.snapshot() as snap:
-        record = snap.get_by_relpath(relpath) if relpath else None
-        if record is None and (not relpath or relpath.endswith(b"/")):
-            record = snap.get_by_relpath(relpath + b"index.html")
-    if record is None or record.deleted:
+        record = None if folder else _live(snap.get_by_relpath(relpath))
+        if record is None:
+            index_page = relpath + (b"" if folder else b"/") + b"index.html"
+            record = _live(snap.get_by_relpath(index_page))
+            if record is not None and not folder:
+                return _to_folder(relpath)
+    if record is None:
         return Response("not found\n", status=404, content_type="text/plain")
     return _serve(repo, record)
+
+
+def _live(record: FileRecord | None) -> FileRecord | None:
+    return None if record is None or record.deleted else record
+
+
+def _to_folder(relpath: bytes) -> Response:
+    """301 to the folder's URL: built from the indexed path (never the raw request path, so
+    ``//host`` cannot become a redirect off-site), under the script's mount point."""
+    location = request.script_root + "/" + quote(relpath, safe="/") + "/"
+    if request.query_string:
+        location += "?" + request.query_string.decode("latin-1")
+    response = Response("moved\n", status=301, content_type="text/plain")
+    response.headers["Location"] = location
+    response.autocorrect_location_header = False
+    return response
 
 
 def _request_relpath() -> bytes:
@@ -149,7 +173,8 @@ def _request_relpath() -> bytes:
 
 
 def _serve(repo: Repository, record: FileRecord) -> Response:
-    opened = open_public(repo.settings.docroot, record.relpath)
+    ctx = repo.context
+    opened = open_public(ctx.docroot, record.relpath, ctx.exclude, ctx.allow_outside)
     if opened is None:
         return Response("not found\n", status=404, content_type="text/plain")
     handle, info = opened

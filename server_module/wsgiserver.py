@@ -6,14 +6,18 @@ a start-up refresh and keeps it current with its own :class:`~server_module.refr
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
-from server_module.index import FileIndex, default_index_path
+from server_module.app import file_index
+from server_module.scan import outside_report
 from server_module.settings import load_settings
+
+log = logging.getLogger(__name__)
 
 
 class ProviderServer(BaseApplication):  # type: ignore[misc]
@@ -36,11 +40,10 @@ def serve_forever(
     docroot: Path, *, host: str, port: int, workers: int, threads: int, **flags: Any
 ) -> int:
     settings = load_settings(docroot=docroot, **flags)
-    index_path = settings.index_path or default_index_path(settings.docroot)
-    with FileIndex(
-        index_path, settings.docroot, settings.base_url, exclude=settings.exclude
-    ) as idx:
+    with file_index(settings) as idx:
         idx.refresh()
+    if report := outside_report(idx.outside):
+        log.warning("%s", report)
     options = {
         "bind": f"{host}:{port}",
         "workers": workers,
@@ -50,5 +53,5 @@ def serve_forever(
         "timeout": 120,
         "graceful_timeout": 5,
     }
-    ProviderServer({"docroot": docroot, **flags, "index_path": index_path}, options).run()
+    ProviderServer({"docroot": docroot, **flags, "index_path": idx.path}, options).run()
     return 0

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from server_module.publicpaths import DEFAULT_EXCLUDES
 from server_module.records import FileRecord
 
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -24,6 +25,8 @@ class FormatContext:
     docroot: Path
     schema_base: str  # URL under which the provider serves the schemas this project authors
     inline_max: int = 1024 * 1024
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDES  # the public-path rules files are opened by
+    allow_outside: tuple[Path, ...] = ()
 
 
 class MetadataFormat(Protocol):

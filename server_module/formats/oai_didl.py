@@ -47,7 +47,7 @@ def read_inline(record: FileRecord, ctx: FormatContext) -> bytes | None:
     """The file's bytes if small enough and still the indexed version, else None."""
     if record.size > ctx.inline_max:
         return None
-    opened = open_public(ctx.docroot, record.relpath)
+    opened = open_public(ctx.docroot, record.relpath, ctx.exclude, ctx.allow_outside)
     if opened is None:
         return None
     handle, _info = opened
