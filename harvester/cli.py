@@ -1,4 +1,10 @@
-"""The ``harvester`` command: parse flags, build components, call them."""
+"""The ``harvester`` command: parse flags, build components, call them.
+
+Every command ends in one of the codes of :mod:`harvester.exitcode`. An error is one line on
+stderr, ``harvester: <cause>``, never a traceback: a usage error (exit 2), a harvester error
+(its class's ``exit_code``), or an I/O error naming its path (exit 1). :func:`run_click` maps
+them, in one place for every command.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +17,21 @@ import click
 
 from harvester import __version__
 from harvester.exceptions import HarvestError
+from harvester.exitcode import ExitCode, outcome
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _exit_codes() -> str:
+    """The epilog of ``--help``; ``\\b`` keeps click from rewrapping it."""
+    return "\b\nExit codes:\n" + "\n".join(f"  {c.value:<3} {c.meaning}" for c in ExitCode)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_exit_codes())
 @click.version_option(__version__, prog_name="harvester")
 def cli() -> None:
     """Archive websites into WARC files, cooperatively over OAI-PMH."""
 
 
-@cli.command()
+@cli.command(epilog=_exit_codes())
 @click.argument("site_url")
 @click.option(
     "--out",
@@ -56,7 +68,8 @@ def cli() -> None:
 @click.option("--quiet", is_flag=True, default=None)
 @click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")
 def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **flags: Any) -> int:
-    """Archive SITE_URL into WARC files with a DIDL record per resource."""
+    """Archive SITE_URL (an http:// or https:// URL) into WARC files with a DIDL record per
+    resource."""
     from harvester.harvest import Harvest
     from harvester.progress import ProgressReporter
     from harvester.settings import load_settings
@@ -66,14 +79,10 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     _log_to(settings.log_path, settings.quiet)
-    try:
-        with ProgressReporter(quiet=settings.quiet) as progress:
-            summary = Harvest(settings, progress).run()
-    except HarvestError as exc:
-        click.echo(f"harvester: {exc}", err=True)
-        return 1
+    with ProgressReporter(quiet=settings.quiet) as progress:
+        summary = Harvest(settings, progress).run()
     _print_summary(summary.as_dict(), settings.json)
-    return 0
+    return outcome(summary)
 
 
 @cli.command()
@@ -85,7 +94,7 @@ def didl(out: Path, folder: Path) -> int:
 
     count = export_didls(out / "warcs", folder)
     click.echo(f"wrote {count} DIDL documents to {folder}")
-    return 0
+    return ExitCode.OK
 
 
 @cli.command()
@@ -100,11 +109,7 @@ def demo(out: Path) -> int:
     from harvester.demo import run_demo
 
     _log_to(None, quiet=True)
-    try:
-        return run_demo(out)
-    except HarvestError as exc:
-        click.echo(f"harvester: {exc}", err=True)
-        return 1
+    return run_demo(out)
 
 
 def _log_to(path: Path | None, quiet: bool) -> None:
@@ -138,18 +143,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_click(command: click.Command, argv: list[str] | None, prog_name: str) -> int:
-    """Invoke a click command and turn its outcome into an exit code instead of exiting."""
+    """Invoke a click command and turn its outcome into an exit code instead of exiting;
+    an error becomes one line on stderr."""
     try:
         result = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx else prog_name
+        return _fail(prog_name, f"{exc.format_message()} (see '{where} --help')", ExitCode.USAGE)
     except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+        return _fail(prog_name, exc.format_message(), exc.exit_code)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.Abort:
-        click.echo("Aborted.", err=True)
-        return 130
-    return result if isinstance(result, int) else 0
+        return _fail(prog_name, "interrupted", ExitCode.INTERRUPTED)
+    except HarvestError as exc:
+        return _fail(prog_name, str(exc), exc.exit_code)
+    except OSError as exc:  # the disk: a folder that cannot be made, a file not written
+        return _fail(prog_name, _os_error(exc), ExitCode.FAILED)
+    return result if isinstance(result, int) else ExitCode.OK
+
+
+def _fail(prog_name: str, message: str, code: int) -> int:
+    click.echo(f"{prog_name}: {' '.join(message.split())}", err=True)
+    return code
+
+
+def _os_error(exc: OSError) -> str:
+    """``PATH: cause``, as coreutils word it.
+
+    >>> _os_error(NotADirectoryError(20, "Not a directory", "/etc/hosts/out"))
+    '/etc/hosts/out: Not a directory'
+    """
+    if exc.filename is None:
+        return str(exc)
+    paths = " -> ".join(str(p) for p in (exc.filename, exc.filename2) if p is not None)
+    return f"{paths}: {exc.strerror or exc}"
 
 
 if __name__ == "__main__":  # pragma: no cover

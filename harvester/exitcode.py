@@ -1,0 +1,39 @@
+"""The exit codes of every ``harvester`` command, with the meaning each documents.
+
+``harvester --help`` and README.md's "Exit codes" list them from here.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from harvester.summary import Summary
+
+
+class ExitCode(IntEnum):
+    """What a ``harvester`` command's exit status says about its run."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    PARTIAL = 3
+    INTERRUPTED = 130
+
+    @property
+    def meaning(self) -> str:
+        """One line for ``--help`` and the README."""
+        return MEANINGS[self]
+
+
+MEANINGS = {
+    ExitCode.OK: "complete",
+    ExitCode.FAILED: "failed (the cause is printed on one line)",
+    ExitCode.USAGE: "usage error, or the collection is in use by another harvester",
+    ExitCode.PARTIAL: "finished, but some resources failed; they are retried on the next run",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def outcome(summary: Summary) -> ExitCode:
+    """The exit code of a run that finished with ``summary``."""
+    return ExitCode.PARTIAL if summary.failed else ExitCode.OK
