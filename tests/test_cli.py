@@ -139,6 +139,16 @@ def test_didl_into_a_folder_under_a_file_is_one_line(tmp_path: Path) -> None:
     assert str(to) in one_line(done.stderr)
 
 
+def test_didl_of_a_file_that_is_not_a_warc_is_one_line(tmp_path: Path) -> None:
+    warcs = tmp_path / "out" / "warcs"
+    warcs.mkdir(parents=True)
+    bad = warcs / "broken.warc.gz"
+    bad.write_bytes(bytes(range(256)) * 8)  # neither gzip nor a WARC or ARC header
+    done = run("didl", str(tmp_path / "out"), "--to", str(tmp_path / "didl"))
+    assert done.returncode == ExitCode.FAILED
+    assert str(bad) in one_line(done.stderr)
+
+
 def test_didl_of_a_missing_collection_is_a_usage_error(tmp_path: Path) -> None:
     done = run("didl", str(tmp_path / "nothing"), "--to", str(tmp_path / "didl"))
     assert done.returncode == ExitCode.USAGE
