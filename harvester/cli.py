@@ -1,4 +1,10 @@
-"""The ``harvester`` command: parse flags, build components, call them."""
+"""The ``harvester`` command: parse flags, build components, call them.
+
+Every command ends in one of the codes of :mod:`coop_common.exitcode`. An error is one line on
+stderr, ``harvester: <cause>``, never a traceback: a usage error (exit 2), a harvester error
+(its class's ``exit_code``), or an I/O error naming its path (exit 1). :func:`run_click` maps
+them, in one place for every command.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +17,22 @@ import click
 
 from coop_common import __version__
 from coop_common.cli import run_click
+from coop_common.exitcode import ExitCode
 from harvester.exceptions import HarvestError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _exit_codes() -> str:
+    """The epilog of ``--help``; ``\\b`` keeps click from rewrapping it."""
+    return "\b\nExit codes:\n" + "\n".join(f"  {c.value:<3} {c.meaning}" for c in ExitCode)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=_exit_codes())
 @click.version_option(__version__, prog_name="harvester")
 def cli() -> None:
     """Archive websites into WARC files, cooperatively over OAI-PMH."""
 
 
-@cli.command()
+@cli.command(epilog=_exit_codes())
 @click.argument("site_url")
 @click.option(
     "--out",
@@ -57,7 +69,8 @@ def cli() -> None:
 @click.option("--quiet", is_flag=True, default=None)
 @click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")
 def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **flags: Any) -> int:
-    """Archive SITE_URL into WARC files with a DIDL record per resource."""
+    """Archive SITE_URL (an http:// or https:// URL) into WARC files with a DIDL record per
+    resource."""
     from harvester.harvest import Harvest
     from harvester.progress import ProgressReporter
     from harvester.settings import load_settings
@@ -67,14 +80,10 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     _log_to(settings.log_path, settings.quiet)
-    try:
-        with ProgressReporter(quiet=settings.quiet) as progress:
-            summary = Harvest(settings, progress).run()
-    except HarvestError as exc:
-        click.echo(f"harvester: {exc}", err=True)
-        return 1
+    with ProgressReporter(quiet=settings.quiet) as progress:
+        summary = Harvest(settings, progress).run()
     _print_summary(summary.as_dict(), settings.json)
-    return 0
+    return ExitCode.PARTIAL if summary.failed else ExitCode.OK
 
 
 @cli.command()
@@ -86,7 +95,7 @@ def didl(out: Path, folder: Path) -> int:
 
     count = export_didls(out / "warcs", folder)
     click.echo(f"wrote {count} DIDL documents to {folder}")
-    return 0
+    return ExitCode.OK
 
 
 @cli.command()
@@ -101,11 +110,7 @@ def demo(out: Path) -> int:
     from harvester.demo import run_demo
 
     _log_to(None, quiet=True)
-    try:
-        return run_demo(out)
-    except HarvestError as exc:
-        click.echo(f"harvester: {exc}", err=True)
-        return 1
+    return run_demo(out)
 
 
 def _log_to(path: Path | None, quiet: bool) -> None:
@@ -135,7 +140,7 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    return run_click(cli, argv, "harvester")
+    return run_click(cli, argv, "harvester", errors=(HarvestError,))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from coop_common.exitcode import ExitCode
 from harvester.harvest import Harvest, Summary
 from harvester.samplesite import make_site
 from harvester.settings import load_settings
@@ -54,14 +55,14 @@ def run_demo(out: Path) -> int:
         f"wb-manager add demo {collection / 'warcs'}/*.warc.gz && wayback"
     )
     click.echo("6. provider stopped")
-    return 0 if second.coverage == 1.0 else 1
+    return ExitCode.OK if second.coverage == 1.0 else ExitCode.PARTIAL
 
 
 def _fresh(out: Path) -> None:
     """Start from nothing, but only ever delete a folder an earlier demo made."""
     if out.exists():
         if not (out / MARKER).exists():
-            raise click.ClickException(f"{out} exists and was not made by the demo; pick --out")
+            raise click.UsageError(f"{out} exists and was not made by the demo; pick --out")
         shutil.rmtree(out)
     out.mkdir(parents=True)
     (out / MARKER).write_text("made by harvester demo\n")

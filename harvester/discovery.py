@@ -4,22 +4,34 @@
 ``verb=Identify`` and only a well-formed Identify response is accepted. With none, ``--mode
 auto`` falls back to crawling the site's links. What was found is
 recorded in the state: the endpoint, its granularity and its deletedRecord policy.
+
+Before all that, the site (or ``--oai``, when given) must be reachable at all: its host
+resolves, its port accepts a connection and, for ``https``, speaks TLS. Otherwise the run
+stops with an :class:`UnreachableError` naming the cause, rather than probing, crawling and
+reporting a harvest of nothing. Names under ``.invalid`` never resolve (RFC 6761 §6.4): no
+query is sent for them.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
+import ssl
+from urllib.parse import urlsplit
 
-from harvester.exceptions import DiscoveryError
+from harvester.exceptions import DiscoveryError, UnreachableError
 from harvester.oai import EndpointInfo, OAIClient, probe
 from harvester.settings import HarvestSettings
 from harvester.state import HarvestState
 
 log = logging.getLogger(__name__)
+CONNECT_TIMEOUT = 10.0  # seconds for the connection and the TLS handshake, each
 
 
 def discover(settings: HarvestSettings, state: HarvestState) -> EndpointInfo | None:
-    """The endpoint to harvest, or None to crawl; DiscoveryError with ``--mode oai`` and none."""
+    """The endpoint to harvest, or None to crawl; DiscoveryError with ``--mode oai`` and none,
+    UnreachableError when the site (or ``--oai``) cannot be reached."""
+    reach(settings.oai or settings.site_url)
     if settings.mode == "crawl":
         return None
     info = _identify(settings)
@@ -41,3 +53,41 @@ def _identify(settings: HarvestSettings) -> EndpointInfo | None:
         with OAIClient(settings.oai, user_agent=settings.user_agent) as client:
             return client.identify()
     return probe(settings.site_url, user_agent=settings.user_agent, max_retries=1)
+
+
+def reach(url: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Connect to ``url``'s host and port, and shake hands for ``https``; or raise
+    :class:`UnreachableError` naming the URL and the cause. Sends no request."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    if host == "invalid" or host.endswith(".invalid"):
+        raise UnreachableError(f"cannot reach {url}: unknown host {host} (.invalid, RFC 6761)")
+    try:
+        sock = socket.create_connection((host, port), timeout)
+    except socket.gaierror as exc:
+        raise UnreachableError(
+            f"cannot reach {url}: unknown host {host} ({exc.strerror})"
+        ) from None
+    except TimeoutError:
+        raise UnreachableError(f"cannot reach {url}: no connection within {timeout:g} s") from None
+    except OSError as exc:
+        raise UnreachableError(f"cannot reach {url}: {exc.strerror or exc}") from None
+    with sock:
+        if parts.scheme == "https":
+            _handshake(sock, host, url)
+
+
+def _handshake(sock: socket.socket, host: str, url: str) -> None:
+    """Only that the port speaks TLS: certificates are the fetcher's business."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with context.wrap_socket(sock, server_hostname=host or None):
+            pass
+    except (ssl.SSLError, OSError) as exc:
+        cause = getattr(exc, "reason", None) or exc.strerror or exc
+        raise UnreachableError(
+            f"cannot reach {url}: TLS handshake failed ({cause}); is it a TLS port?"
+        ) from None

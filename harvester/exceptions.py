@@ -2,8 +2,10 @@
 
 ::
 
-    HarvestError                 base; ``retryable`` says whether trying again may help
+    HarvestError                 base; ``retryable`` says whether trying again may help,
+    │                            ``exit_code`` what the command exits with (coop_common/exitcode.py)
     ├── FetchError               a resource or endpoint could not be fetched
+    │   ├── UnreachableError     the site or endpoint: unknown host, refused, no TLS, no answer
     │   ├── TransientFetchError  timeouts, resets, 429/5xx: retry with back-off (retryable)
     │   └── PermanentFetchError  4xx other than 429, refused by robots.txt, too many redirects
     ├── OAIError                 the provider answered with an OAI-PMH <error>; one class per code
@@ -14,22 +16,30 @@
     ├── ProtocolError            malformed or truncated XML, bad dates, not OAI-PMH at all
     ├── DiscoveryError           no OAI-PMH endpoint, and crawling is not allowed
     ├── ArchiveError             a WARC or DIDL could not be written or repaired
-    └── StateError               the state database is unusable
+    ├── StateError               the state database is unusable
+    └── CollectionInUse          another run holds the collection's lock (exit code 2)
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from coop_common.exitcode import ExitCode
+
 
 class HarvestError(Exception):
     """Base of every harvester error."""
 
     retryable: ClassVar[bool] = False
+    exit_code: ClassVar[ExitCode] = ExitCode.FAILED
 
 
 class FetchError(HarvestError):
     """A resource or endpoint could not be fetched."""
+
+
+class UnreachableError(FetchError):
+    """The site or its endpoint cannot be reached at all: nothing of it can be archived."""
 
 
 class TransientFetchError(FetchError):
@@ -115,3 +125,9 @@ class ArchiveError(HarvestError):
 
 class StateError(HarvestError):
     """The state database cannot be opened, is from a newer version, or is corrupt."""
+
+
+class CollectionInUse(HarvestError):
+    """Another harvester holds the collection's lock: this run must not touch it."""
+
+    exit_code = ExitCode.USAGE

@@ -24,6 +24,7 @@ from harvester.discovery import discover
 from harvester.exceptions import ArchiveError, FetchError
 from harvester.fetch import Fetcher, FetchResult, FetchSettings
 from harvester.listing import Lister
+from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.redirects import fetch_chain
@@ -58,10 +59,11 @@ class Harvest:
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
 
     def run(self) -> Summary:
+        """Harvest once; CollectionInUse while another run holds the collection."""
         start = time.monotonic()
         self.settings.out.mkdir(parents=True, exist_ok=True)
-        self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
-        with self.state:
+        with CollectionLock(self.settings.out), self.state:
+            self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
             endpoint = discover(self.settings, self.state)
             self.summary.endpoint = endpoint.endpoint if endpoint else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -19,13 +20,20 @@ log = logging.getLogger(__name__)
 class ProgressReporter:
     """Callable as the harvest's progress hook; use as a context manager around the run."""
 
-    def __init__(self, *, quiet: bool = False, interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        *,
+        quiet: bool = False,
+        interval: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.quiet = quiet
         self.interval = interval
+        self.clock = clock
         self.tty = sys.stderr.isatty() and not quiet
         self._bar: Progress | None = None
         self._task: TaskID | None = None
-        self._last = 0.0
+        self._last: float | None = None  # when the last line was logged; None: never
 
     def __enter__(self) -> ProgressReporter:
         if self.tty:
@@ -48,7 +56,7 @@ class ProgressReporter:
             )
             self._bar.start()
             self._task = self._bar.add_task("harvest", total=None, status="listing", rate="")
-            self._started = time.monotonic()
+            self._started = self.clock()
         return self
 
     def __exit__(
@@ -64,7 +72,7 @@ class ProgressReporter:
         done = summary.fetched + summary.unchanged + summary.failed
         status = f"listed {summary.listed} fetched {done} left {remaining}"
         if self._bar is not None and self._task is not None:
-            elapsed = max(time.monotonic() - self._started, 1e-6)
+            elapsed = max(self.clock() - self._started, 1e-6)
             rate = f"{done / elapsed:,.0f} res/s {summary.bytes / elapsed / 1e6:,.1f} MB/s"
             self._bar.update(
                 self._task,
@@ -74,7 +82,9 @@ class ProgressReporter:
                 rate=rate,
             )
             return
-        now = time.monotonic()
-        if not self.quiet and now - self._last >= self.interval:
+        now = self.clock()
+        if self.quiet:
+            return
+        if self._last is None or now - self._last >= self.interval:
             self._last = now
             log.info("%s, %d bytes", status, summary.bytes)

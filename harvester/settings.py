@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from coop_common import __version__
 from coop_common.settings import load
@@ -109,3 +110,26 @@ def _check(values: Mapping[str, Any]) -> None:
     for name in ("concurrency", "per_host"):
         if name in values and int(values[name]) < 1:
             raise ValueError(f"{name} must be at least 1")
+    urls = [("site_url", values["site_url"]), ("oai", values.get("oai"))]
+    urls += [("seed", seed) for seed in values.get("seeds", ())]
+    for name, url in urls:
+        if url is not None:
+            _check_url(name, url)
+
+
+def _check_url(name: str, url: str) -> None:
+    """ValueError unless ``url`` is an absolute http(s) URL with a host and a valid port.
+
+    >>> _check_url("site_url", "ftp://example.org/")
+    Traceback (most recent call last):
+    ValueError: site_url must be an http:// or https:// URL, not 'ftp://example.org/'
+    """
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range
+    except ValueError:
+        raise ValueError(f"{name} has a bad port: {url!r}") from None
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"{name} must be an http:// or https:// URL, not {url!r}")
+    if not parts.hostname:
+        raise ValueError(f"{name} must name a host: {url!r}")

@@ -58,3 +58,21 @@ def test_quiet_says_nothing_even_on_a_terminal(
         progress(Summary(listed=1, fetched=1), 0)
         assert progress._bar is None
     assert caplog.records == []
+
+
+def test_the_first_line_comes_at_once_even_just_after_boot(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A monotonic clock starts near 0 at boot: the first line must not wait ``interval``."""
+    caplog.set_level(logging.INFO, logger="harvester.progress")
+    now = [0.5]  # half a second after boot
+    with ProgressReporter(interval=5.0, clock=lambda: now[0]) as progress:
+        progress(Summary(listed=2, fetched=1, bytes=7), 1)
+        now[0] = 3.0  # within the interval of the first line
+        progress(Summary(listed=2, fetched=2, bytes=9), 0)
+        now[0] = 5.6
+        progress(Summary(listed=2, fetched=2, bytes=9), 0)
+    assert [r.getMessage() for r in caplog.records] == [
+        "listed 2 fetched 1 left 1, 7 bytes",
+        "listed 2 fetched 2 left 0, 9 bytes",
+    ]
