@@ -4,11 +4,12 @@ One row per file ever seen under the document root, keyed by its relative path (
 names that are not UTF-8 work). A refresh walks the tree (:mod:`server_module.scan`) and the
 rows side by side, both in byte order of the path, holding only the changes
 (:mod:`server_module.changes`); it hashes only files whose stat changed, and writes every
-change in one short SQLite transaction. The second of that transaction is the datestamp of
-each new version or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became known to the
-repository, so a harvester asking ``from=<its last harvest>`` misses nothing even when
-``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted files keep their row with
-``deleted = 1`` (§2.5.1, persistent deletion).
+change in one short SQLite transaction. The second that transaction takes the write lock in
+is the datestamp of each new version or deletion (a list's first page waits for such a
+transaction to commit: :meth:`FileIndex.snapshot`): OAI-PMH 2.0 §2.7.1 wants the date a
+change became known to the repository, so a harvester asking ``from=<its last harvest>``
+misses nothing even when ``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted
+files keep their row with ``deleted = 1`` (§2.5.1, persistent deletion).
 
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
@@ -156,6 +157,16 @@ def _bump_generation(conn: sqlite3.Connection) -> None:
         "INSERT INTO meta (key, value) VALUES ('generation', 1)"
         " ON CONFLICT (key) DO UPDATE SET value = value + 1"
     )
+
+
+def _await_writer(conn: sqlite3.Connection) -> None:
+    """Take and release the write lock: a write transaction begun before has committed."""
+    conn.execute("PRAGMA query_only = OFF")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("COMMIT")
+    finally:
+        conn.execute("PRAGMA query_only = ON")
 
 
 def _record(row: Any) -> FileRecord:
@@ -323,11 +334,19 @@ class FileIndex:
     # -- reading ----------------------------------------------------------------------------
 
     @contextmanager
-    def snapshot(self) -> Iterator[Snapshot]:
-        """A read transaction on this thread's connection; nested calls share it."""
+    def snapshot(self, *, settled: bool = False) -> Iterator[Snapshot]:
+        """A read transaction on this thread's connection; nested calls share it.
+
+        ``settled`` first waits for a write transaction in progress to commit. A refresh
+        stamps its rows before it commits, possibly in an earlier second: a list bounded at
+        the current second must see them, or a harvest ``from`` that second would miss them.
+        Any write that takes the lock afterwards is stamped with a later clock reading.
+        """
         conn = self._reader()
         local = self._local
         if local.depth == 0:
+            if settled:
+                _await_writer(conn)
             conn.execute("BEGIN")
             conn.execute("SELECT 1 FROM meta LIMIT 1")  # the WAL snapshot starts at a read
         local.depth += 1
@@ -417,7 +436,8 @@ class FileIndex:
         return map(Known._make, rows)
 
     def _write(self, conn: sqlite3.Connection, plan: Changes) -> None:
-        """All changes in one short transaction, stamped with the second it commits in."""
+        """All changes in one short transaction, stamped with the second it took the lock in
+        (readers that need every row of that second wait for it: ``snapshot(settled=True)``)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             now = self._now(conn)
@@ -430,7 +450,6 @@ class FileIndex:
                 [(now, rel) for rel in plan.deletions],
             )
             if plan.upserts or plan.deletions:
-                self._restamp(conn, now)
                 _store_counts(conn)
                 _bump_generation(conn)
             conn.execute("COMMIT")
@@ -442,13 +461,6 @@ class FileIndex:
         """The clock's second, but never before a datestamp already given out."""
         (latest,) = conn.execute("SELECT max(datestamp) FROM files").fetchone()
         return max(int(self._clock()), latest or 0)
-
-    def _restamp(self, conn: sqlite3.Connection, now: int) -> None:
-        # If the second turned while writing, readers can only see these rows from the
-        # later second on; stamp them so, or a harvest begun in between would miss them.
-        later = int(self._clock())
-        if later > now:
-            conn.execute("UPDATE files SET datestamp = ? WHERE datestamp = ?", (later, now))
 
     # -- helpers ----------------------------------------------------------------------------
 
