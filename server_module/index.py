@@ -1,7 +1,8 @@
 """The file index: which files of the site are OAI-PMH items, and since when.
 
 One row per file ever seen under the document root, keyed by its relative path (bytes, so
-names that are not UTF-8 work). A refresh walks the tree (:mod:`server_module.scan`) and the
+names that are not UTF-8 work), and one per identifier a new base URL retired
+(:mod:`server_module.rebase`). A refresh walks the tree (:mod:`server_module.scan`) and the
 rows side by side, both in byte order of the path, holding only the changes
 (:mod:`server_module.changes`); it hashes only files whose stat changed, and writes every
 change in one short SQLite transaction. The second that transaction takes the write lock in
@@ -13,7 +14,8 @@ files keep their row with ``deleted = 1`` (§2.5.1, persistent deletion).
 
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
-refresh out of each other's way). This is the only module of the provider that speaks SQL.
+refresh out of each other's way). Only this module and its helper :mod:`server_module.rebase`
+speak SQL.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -33,7 +35,8 @@ from typing import Any
 
 from server_module.changes import Changes, Known, RefreshStats, find_changes
 from server_module.exceptions import IndexSchemaError
-from server_module.records import FileRecord, make_identifier, mime_for_set_spec, set_specs_for
+from server_module.rebase import rebase
+from server_module.records import FileRecord, mime_for_set_spec, set_specs_for
 from server_module.scan import DEFAULT_EXCLUDES, Found, Scanner
 
 __all__ = [
@@ -486,7 +489,7 @@ class FileIndex:
             raise IndexSchemaError(f"{self.path}: schema {version!r}, need {SCHEMA_VERSION}")
 
     def _adopt_base_url(self, conn: sqlite3.Connection) -> None:
-        """Identifiers embed the base URL: when it changes, re-identify every item."""
+        """Identifiers embed the base URL: when it changes, retire the old ones (:mod:`rebase`)."""
         if self._meta(conn, "base_url") == self.base_url:
             return
         with self._refresh_lock(blocking=True):
@@ -500,24 +503,13 @@ class FileIndex:
                 raise
 
     def _reidentify(self, conn: sqlite3.Connection) -> None:
-        rows = conn.execute("SELECT rowid, relpath FROM files").fetchall()
-        if rows:
-            log.warning("base URL is now %s: re-identifying %d items", self.base_url, len(rows))
-            now = self._now(conn)
-            # Move every identifier out of the way first: the new ones may collide with old.
-            conn.execute("UPDATE files SET identifier = ' ' || rowid")
-            conn.executemany(
-                "UPDATE files SET identifier = ?, datestamp = ? WHERE rowid = ?",
-                _reidentified(self.base_url, rows, now),
+        retired = rebase(conn, self.base_url, self._now(conn))
+        if retired:
+            log.warning(
+                "base URL is now %s: %d old identifiers are deleted records", self.base_url, retired
             )
+            _store_counts(conn)
             _bump_generation(conn)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('base_url', ?)", (self.base_url,)
         )
-
-
-def _reidentified(
-    base_url: str, rows: Iterable[tuple[int, bytes]], now: int
-) -> Iterator[tuple[str, int, int]]:
-    for rowid, relpath in rows:
-        yield make_identifier(base_url, relpath), now, rowid

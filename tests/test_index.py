@@ -562,17 +562,6 @@ def test_secret_is_made_once(tmp_path: Path, site: Manifest) -> None:
         index.secret()
 
 
-def test_new_base_url_reidentifies_every_item(tmp_path: Path, site: Manifest) -> None:
-    path = tmp_path / "i.sqlite"
-    with FileIndex(path, site.root, BASE, clock=Clock(T0)) as index:
-        refresh(index)
-    with FileIndex(path, site.root, "https://new.example/", clock=Clock(T0 + 5)) as index:
-        listed = records(index)
-        assert refresh(index).changed == 0
-    assert {r.identifier.split("/", 3)[2] for r in listed} == {"new.example"}
-    assert {r.datestamp for r in listed} == {T0 + 5}
-
-
 def test_foreign_schema_version_is_refused(tmp_path: Path, site: Manifest) -> None:
     path = tmp_path / "i.sqlite"
     FileIndex(path, site.root, BASE).open().close()
