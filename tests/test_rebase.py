@@ -7,8 +7,8 @@ from pathlib import Path
 
 from server_module.index import FileIndex
 from server_module.records import FileRecord
-from tests.test_index import EVERYTHING, T0, Clock, records, refresh
 from tests.sites import Manifest, make_site
+from tests.test_index import EVERYTHING, T0, Clock, records, refresh
 
 OLD = "http://old.example/site"
 NEW = "https://new.example"
