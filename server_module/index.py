@@ -503,13 +503,6 @@ class FileIndex:
                 raise
 
     def _reidentify(self, conn: sqlite3.Connection) -> None:
-        retired = rebase(conn, self.base_url, self._now(conn))
-        if retired:
-            log.warning(
-                "base URL is now %s: %d old identifiers are deleted records", self.base_url, retired
-            )
+        if rebase(conn, self.base_url, self._now(conn)):
             _store_counts(conn)
             _bump_generation(conn)
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('base_url', ?)", (self.base_url,)
-        )

@@ -16,9 +16,12 @@ its write transaction; like that module, this one speaks SQL.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 
 from server_module.records import make_identifier
+
+log = logging.getLogger(__name__)
 
 RETIRED = b"\x00"  # relative-path prefix of a retired identifier's row
 _FILES = b"\x01"  # every file's relative path sorts at or after this, every retired one before
@@ -41,9 +44,9 @@ def retired_relpath(identifier: str) -> bytes:
 
 
 def rebase(conn: sqlite3.Connection, base_url: str, now: int) -> int:
-    """Identify every file under ``base_url``; retire each identifier that changes, as a
-    deleted record stamped ``now`` (a deletion already recorded keeps its datestamp). Return
-    how many identifiers were retired."""
+    """Identify every file under ``base_url``, and record it as the index's base URL; retire
+    each identifier that changes, as a deleted record stamped ``now`` (a deletion already
+    recorded keeps its datestamp). Return how many identifiers were retired."""
     rows = conn.execute(
         "SELECT rowid, relpath, identifier, deleted FROM files WHERE relpath >= ?", (_FILES,)
     ).fetchall()
@@ -68,4 +71,7 @@ def rebase(conn: sqlite3.Connection, base_url: str, now: int) -> int:
         "UPDATE files SET identifier = ?, datestamp = ? WHERE rowid = ?",
         [(new, now, r) for r, _, new in live],
     )
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('base_url', ?)", (base_url,))
+    if moved:
+        log.warning("base URL is now %s: %d old identifiers retired", base_url, len(moved))
     return len(moved)

@@ -3,6 +3,7 @@ not at the next ``refresh_interval``; and the watch stops with its refresher."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from sickle.oaiexceptions import NoRecordsMatch
 from server_module.index import FileIndex
 from server_module.refresher import Refresher
 from tests.conftest import start_provider
+from tests.servers import start_command
 from tests.sites import make_site
 
 WAIT_S = 10.0
@@ -51,6 +53,21 @@ def test_a_new_file_and_a_deletion_are_listed_within_seconds(tmp_path: Path) -> 
         _within(WAIT_S, lambda: _listed(endpoint).get(identifier) is False)
         new.unlink()
         _within(WAIT_S, lambda: _listed(endpoint).get(identifier) is True)
+
+
+def test_each_gunicorn_worker_watches(tmp_path: Path) -> None:
+    """Under ``oai-provider serve`` (two forked workers), every worker sees a change soon."""
+    site = make_site(tmp_path / "www", pages=4)
+    argv = [sys.executable, "-m", "server_module.cli", "serve", str(site.root), "--port", "{port}",
+            "--index", str(tmp_path / "idx.sqlite"), "--workers", "2", "--threads", "1",
+            "--refresh-interval", str(LONG_INTERVAL)]  # fmt: skip
+    with start_command(argv, ready_path="/oai?verb=Identify") as server:
+        endpoint = server.url + "/oai"
+        (site.root / "served.txt").write_text("new under gunicorn\n")
+        identifier = f"{server.url}/served.txt"
+        _within(WAIT_S, lambda: _listed(endpoint).get(identifier) is False)
+        # Later requests reach either worker: each lists the file.
+        assert all(_listed(endpoint).get(identifier) is False for _ in range(6))
 
 
 def test_no_watch_keeps_to_the_interval(tmp_path: Path) -> None:
