@@ -46,7 +46,7 @@ def create_app(
         formats or default_registry(),
         stylesheet_url=settings.endpoint + "/oai2.xsl",
     )
-    refresher = Refresher(index, settings.refresh_interval)
+    refresher = Refresher(index, settings.refresh_interval, watch=settings.watch)
     app.extensions.update(oai_repository=repo, oai_settings=settings, oai_refresher=refresher)
     app.register_blueprint(make_blueprint(settings.endpoint))
     if settings.serve_files:

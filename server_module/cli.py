@@ -41,6 +41,11 @@ def cli() -> None:
 @click.option("--page-size", type=int)
 @click.option("--refresh-interval", type=float, help="Seconds between index refreshes.")
 @click.option(
+    "--watch/--no-watch",
+    default=None,
+    help="Refresh within seconds of a change under DOCROOT (inotify).  [default: on]",
+)
+@click.option(
     "--read-ahead/--no-read-ahead",
     default=None,
     help="Make the next list page while the harvester parses this one.  [default: on]",

@@ -1,18 +1,21 @@
 """The file index: which files of the site are OAI-PMH items, and since when.
 
 One row per file ever seen under the document root, keyed by its relative path (bytes, so
-names that are not UTF-8 work). A refresh walks the tree (:mod:`server_module.scan`) and the
+names that are not UTF-8 work), and one per identifier a new base URL retired
+(:mod:`server_module.rebase`). A refresh walks the tree (:mod:`server_module.scan`) and the
 rows side by side, both in byte order of the path, holding only the changes
 (:mod:`server_module.changes`); it hashes only files whose stat changed, and writes every
-change in one short SQLite transaction. The second of that transaction is the datestamp of
-each new version or deletion: OAI-PMH 2.0 §2.7.1 wants the date a change became known to the
-repository, so a harvester asking ``from=<its last harvest>`` misses nothing even when
-``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted files keep their row with
-``deleted = 1`` (§2.5.1, persistent deletion).
+change in one short SQLite transaction. The second that transaction takes the write lock in
+is the datestamp of each new version or deletion (a list's first page waits for such a
+transaction to commit: :meth:`FileIndex.snapshot`): OAI-PMH 2.0 §2.7.1 wants the date a
+change became known to the repository, so a harvester asking ``from=<its last harvest>``
+misses nothing even when ``cp -p`` or ``rsync -a`` bring in files with old mtimes. Deleted
+files keep their row with ``deleted = 1`` (§2.5.1, persistent deletion).
 
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
-refresh out of each other's way). This is the only module of the provider that speaks SQL.
+refresh out of each other's way). Only this module and its helper :mod:`server_module.rebase`
+speak SQL.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +35,8 @@ from typing import Any
 
 from server_module.changes import Changes, Known, RefreshStats, find_changes
 from server_module.exceptions import IndexSchemaError
-from server_module.records import FileRecord, make_identifier, mime_for_set_spec, set_specs_for
+from server_module.rebase import rebase
+from server_module.records import FileRecord, mime_for_set_spec, set_specs_for
 from server_module.scan import DEFAULT_EXCLUDES, Found, OutsideLink, Scanner
 
 __all__ = [
@@ -156,6 +160,16 @@ def _bump_generation(conn: sqlite3.Connection) -> None:
         "INSERT INTO meta (key, value) VALUES ('generation', 1)"
         " ON CONFLICT (key) DO UPDATE SET value = value + 1"
     )
+
+
+def _await_writer(conn: sqlite3.Connection) -> None:
+    """Take and release the write lock: a write transaction begun before has committed."""
+    conn.execute("PRAGMA query_only = OFF")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("COMMIT")
+    finally:
+        conn.execute("PRAGMA query_only = ON")
 
 
 def _record(row: Any) -> FileRecord:
@@ -326,11 +340,19 @@ class FileIndex:
     # -- reading ----------------------------------------------------------------------------
 
     @contextmanager
-    def snapshot(self) -> Iterator[Snapshot]:
-        """A read transaction on this thread's connection; nested calls share it."""
+    def snapshot(self, *, settled: bool = False) -> Iterator[Snapshot]:
+        """A read transaction on this thread's connection; nested calls share it.
+
+        ``settled`` first waits for a write transaction in progress to commit. A refresh
+        stamps its rows before it commits, possibly in an earlier second: a list bounded at
+        the current second must see them, or a harvest ``from`` that second would miss them.
+        Any write that takes the lock afterwards is stamped with a later clock reading.
+        """
         conn = self._reader()
         local = self._local
         if local.depth == 0:
+            if settled:
+                _await_writer(conn)
             conn.execute("BEGIN")
             conn.execute("SELECT 1 FROM meta LIMIT 1")  # the WAL snapshot starts at a read
         local.depth += 1
@@ -422,7 +444,8 @@ class FileIndex:
         return map(Known._make, rows)
 
     def _write(self, conn: sqlite3.Connection, plan: Changes) -> None:
-        """All changes in one short transaction, stamped with the second it commits in."""
+        """All changes in one short transaction, stamped with the second it took the lock in
+        (readers that need every row of that second wait for it: ``snapshot(settled=True)``)."""
         conn.execute("BEGIN IMMEDIATE")
         try:
             now = self._now(conn)
@@ -435,7 +458,6 @@ class FileIndex:
                 [(now, rel) for rel in plan.deletions],
             )
             if plan.upserts or plan.deletions:
-                self._restamp(conn, now)
                 _store_counts(conn)
                 _bump_generation(conn)
             conn.execute("COMMIT")
@@ -447,13 +469,6 @@ class FileIndex:
         """The clock's second, but never before a datestamp already given out."""
         (latest,) = conn.execute("SELECT max(datestamp) FROM files").fetchone()
         return max(int(self._clock()), latest or 0)
-
-    def _restamp(self, conn: sqlite3.Connection, now: int) -> None:
-        # If the second turned while writing, readers can only see these rows from the
-        # later second on; stamp them so, or a harvest begun in between would miss them.
-        later = int(self._clock())
-        if later > now:
-            conn.execute("UPDATE files SET datestamp = ? WHERE datestamp = ?", (later, now))
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -479,7 +494,7 @@ class FileIndex:
             raise IndexSchemaError(f"{self.path}: schema {version!r}, need {SCHEMA_VERSION}")
 
     def _adopt_base_url(self, conn: sqlite3.Connection) -> None:
-        """Identifiers embed the base URL: when it changes, re-identify every item."""
+        """Identifiers embed the base URL: when it changes, retire the old ones (:mod:`rebase`)."""
         if self._meta(conn, "base_url") == self.base_url:
             return
         with self._refresh_lock(blocking=True):
@@ -493,24 +508,6 @@ class FileIndex:
                 raise
 
     def _reidentify(self, conn: sqlite3.Connection) -> None:
-        rows = conn.execute("SELECT rowid, relpath FROM files").fetchall()
-        if rows:
-            log.warning("base URL is now %s: re-identifying %d items", self.base_url, len(rows))
-            now = self._now(conn)
-            # Move every identifier out of the way first: the new ones may collide with old.
-            conn.execute("UPDATE files SET identifier = ' ' || rowid")
-            conn.executemany(
-                "UPDATE files SET identifier = ?, datestamp = ? WHERE rowid = ?",
-                _reidentified(self.base_url, rows, now),
-            )
+        if rebase(conn, self.base_url, self._now(conn)):
+            _store_counts(conn)
             _bump_generation(conn)
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('base_url', ?)", (self.base_url,)
-        )
-
-
-def _reidentified(
-    base_url: str, rows: Iterable[tuple[int, bytes]], now: int
-) -> Iterator[tuple[str, int, int]]:
-    for rowid, relpath in rows:
-        yield make_identifier(base_url, relpath), now, rowid

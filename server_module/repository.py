@@ -7,7 +7,10 @@ sends back the bytes it returns.
 Lists are keyset-paged on ``(datestamp, identifier)`` and bounded at the time T the list
 started: the token carries T as the list's ``until``, so a record that changes during a long
 harvest leaves this list (it now has a datestamp after T) instead of being delivered twice,
-and appears in the next incremental harvest. Any page costs the same as the first.
+and appears in the next incremental harvest. Any page costs the same as the first. T is the
+responseDate of the first page, which waits for a refresh's commit in flight
+(``snapshot(settled=True)``): every row that becomes visible later is stamped T or after, so
+a harvest ``from=T`` exactly finds it.
 """
 
 from __future__ import annotations
@@ -155,7 +158,7 @@ class Repository:
 
     def _ListIdentifiers(self, request: OAIRequest, now: int) -> Page:
         state, limit = self._list_state(request, now), self.settings.page_size
-        with self.index.snapshot() as snap:
+        with self.index.snapshot(settled=state.total < 0) as snap:
             state = self._counted(state, snap)
             rows = snap.headers(
                 start=state.from_,
@@ -179,7 +182,7 @@ class Repository:
         """Pages are cut by count and by size: ``oai_didl`` records carry whole files."""
         state, limit = self._list_state(request, now), self.settings.records_page_size
         fmt = self._format(state.metadata_prefix)
-        with self.index.snapshot() as snap:
+        with self.index.snapshot(settled=state.total < 0) as snap:
             state = self._counted(state, snap)
             recs = snap.records(
                 start=state.from_,

@@ -33,7 +33,8 @@ class ProviderSettings:
     records_page_size: int = 250  # records per ListRecords page
     page_bytes: int = 8 * 1024 * 1024  # ListRecords pages are cut by size too (oai_didl)
     inline_max: int = 1024 * 1024  # files up to this size go into oai_didl by value
-    refresh_interval: float = 300.0  # seconds between index refreshes; 0 turns it off
+    refresh_interval: float = 300.0  # seconds between index refreshes; 0: no refresh at all
+    watch: bool = True  # also refresh within seconds of a change under docroot (inotify)
     token_ttl: int = 7 * 24 * 3600  # resumption tokens expire after a week
     read_ahead: bool = True  # make the next list page while the harvester parses this one
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
