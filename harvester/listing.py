@@ -15,15 +15,11 @@ its saved ``from`` date.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import logging
 from collections.abc import Callable, Iterator
 
-from lxml import etree
-
 from harvester.archive.recorder import Recorder
+from harvester.carried import carried_resource
 from harvester.exceptions import BadResumptionToken, NoRecordsMatch
 from harvester.liststate import ListKey
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
@@ -32,8 +28,6 @@ from harvester.state import HarvestState, Listed
 from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
-DIDL = "{urn:mpeg:mpeg21:2002:02-DIDL-NS}"
-PRES = "{urn:coop-archive:preservation:1.0}"
 
 
 class Lister:
@@ -145,15 +139,16 @@ class Lister:
             meta = raw.metadata
             if raw.header.deleted or meta is None:
                 continue
-            carried = _carried_resource(meta)
+            carried = carried_resource(meta)
             res = self.state.get(raw.header.identifier)
             if carried is None or res is None or res.status != "pending":
                 continue  # by reference only: the fetch step GETs it
-            mime, body = carried
-            capture = self.recorder.carried(res, raw.header.identifier, mime, body)
+            capture = self.recorder.carried(
+                res, raw.header.identifier, carried.mime, carried.body, carried.headers
+            )
             self.state.mark_archived(res.url, capture, None)
             self.summary.fetched += 1
-            self.summary.bytes += len(body)
+            self.summary.bytes += len(carried.body)
 
 
 def _listed(header: ListedHeader) -> Listed:
@@ -164,21 +159,3 @@ def _listed(header: ListedHeader) -> Listed:
         set_specs=header.set_specs,
         deleted=header.deleted,
     )
-
-
-def _carried_resource(didl: etree._Element) -> tuple[str, bytes] | None:
-    """The resource a DIDL carries by value, if its bytes match the DIDL's SHA-256."""
-    for resource in didl.iter(f"{DIDL}Resource"):
-        if resource.get("encoding") != "base64":
-            continue
-        try:
-            body = base64.b64decode(resource.text or "", validate=True)
-        except (binascii.Error, ValueError):
-            log.warning("a DIDL carried undecodable base64; fetching by reference instead")
-            return None
-        expected = didl.findtext(f".//{PRES}digest[@algorithm='sha256']")
-        if expected and hashlib.sha256(body).hexdigest() != expected:
-            log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
-            return None
-        return resource.get("mimeType") or "application/octet-stream", body
-    return None
