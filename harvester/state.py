@@ -3,10 +3,11 @@
 It records, per source, the endpoint; per list (endpoint, set, metadataPrefix), its bound
 and position (``liststate.py``, on the same connection); and per resource what was listed,
 what was archived and where. With ``liststate.py``, ``stateschema.py`` (its tables) and
-``statemigration.py`` it is the only code of the harvester that talks SQL. Every change is one short transaction, so a harvester
-killed at any moment leaves the state as it was after the last completed step: a resource is
-marked archived only after its WARC records were written out (fsynced too with
-``--durable``), and a list's next ``from`` never passes a listed resource still pending.
+``statemigration.py`` it is the only code of the harvester that talks SQL. Every change is
+one short transaction, so a harvester killed at any moment leaves the state as it was after
+the last completed step: a resource is marked archived only after its WARC records were
+written out (fsynced too with ``--durable``), and a list's next ``from`` never passes a
+listed resource still pending.
 
 Resource statuses::
 
