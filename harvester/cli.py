@@ -131,8 +131,8 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
-    keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
-    keys += ("seconds", "coverage")
+    keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "abandoned")
+    keys += ("bytes", "seconds", "coverage")
     if summary.get("endpoint") is None:  # a crawl: what it refused and how the seen-test did
         keys = (*keys[1:], "refused", "seen_hit_rate")
     click.echo("  ".join(f"{k}={summary[k]}" for k in keys))

@@ -1,9 +1,12 @@
 """One harvest run: discovery -> list -> fetch -> archive -> state (docs/architecture.md).
 
-A run is resumable at every step. The list position is saved after each page; a resource is
-marked archived only after its WARC group was written out; and the date the next incremental
-run lists ``from`` is the list's responseDate, held back to the oldest listed resource that is
-not yet archived, so nothing is skipped. Rerunning the same command after a crash finishes the job.
+A run is resumable at every step. Each list's position is saved after each page; a resource
+is marked archived only after its WARC group was written out; and the date each list of the
+next incremental run asks ``from`` is that list's own responseDate, held back to the oldest
+listed resource still pending, so nothing is skipped. A failed fetch does not hold ``from``
+back: the state keeps the resource and a later run tries it again, after a wait that doubles
+with each attempt (``retry_delay``), until ``max_attempts`` failures abandon that version.
+Rerunning the same command after a crash finishes the job.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.redirects import fetch_chain
 from harvester.settings import HarvestSettings
-from harvester.state import ACTIVE, HarvestState, Resource
+from harvester.state import ACTIVE, Due, HarvestState, Resource
 from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
@@ -87,7 +90,8 @@ class Harvest:
         """The OAI-PMH path: list, note deletions, fetch what is new or newer."""
         lister = Lister(self.settings, self.state, endpoint, recorder, self.summary)
         list_complete = lister.run(self._expired)
-        self._list_started = _list_start(self.state, self.settings.site_url)
+        started = lister.started()
+        self._list_started = parse_oai_datestamp(started).timestamp() if started else None
         self._write_deletions(recorder)
         asyncio.run(self._fetch_pending(recorder))
         if list_complete and not self._expired():
@@ -139,15 +143,17 @@ class Harvest:
             self.summary.deleted += 1
 
     async def _fetch_pending(self, recorder: Recorder) -> None:
-        """Fetch every pending or failed resource, in commits of at most ``COMMIT_EVERY``.
+        """Fetch every pending resource, and every failed one whose retry time has come, in
+        commits of at most ``COMMIT_EVERY``.
 
         A commit's resources go into one WARC file (no rotation inside), so after a crash
         every group the state does not know of is in the open file, where the reconcile step
         finds it. The resources are read from the state in pages: memory stays flat.
         """
         site = self.settings.site_url
-        remaining = self.state.count(site, ACTIVE)
-        todo = self.state.resources(site, ACTIVE)
+        due = Due(time.time(), self.settings.retry_delay)
+        remaining = self.state.count(site, ACTIVE, due=due)
+        todo = self.state.resources(site, ACTIVE, due=due)
         async with Fetcher(self._fetch_settings()) as fetcher:
             taken = True
             while taken and not self._expired():
@@ -235,8 +241,16 @@ class Harvest:
             self.summary.changed_during += 1
 
     def _fail(self, res: Resource, error: str, status: int | None) -> None:
-        log.warning("%s: %s (retried on the next run)", res.url, error)
-        self.state.mark_failed(res.url, error, status)
+        """One more failed attempt: retried by a later run after a back-off that doubles
+        with each attempt, abandoned (until a newer version is listed) after the last."""
+        attempt = res.attempts + 1
+        if attempt >= self.settings.max_attempts:
+            log.warning("%s: %s (attempt %d, the last: abandoned)", res.url, error, attempt)
+            self.state.abandon(res.url, error, status)
+        else:
+            wait = self.settings.retry_delay * 2 ** (attempt - 1)
+            log.warning("%s: %s (attempt %d; retried after %.0f s)", res.url, error, attempt, wait)
+            self.state.mark_failed(res.url, error, status)
         self.summary.failed += 1
         self.summary.errors.append(f"{res.url}: {error}")
 
@@ -254,6 +268,7 @@ class Harvest:
     def _count(self) -> None:
         counts = self.state.counts(self.settings.site_url)
         self.summary.archived = counts.get("archived", 0) + counts.get("deleted", 0)
+        self.summary.abandoned = counts.get("abandoned", 0)
         self.summary.known = sum(counts.values())
 
     # -- helpers ---------------------------------------------------------------------
@@ -270,13 +285,6 @@ class Harvest:
             "isPartOf": self.settings.collection_name,
             "description": f"OAI-PMH-driven harvest of {self.settings.site_url}",
         }
-
-
-def _list_start(state: HarvestState, site: str) -> float | None:
-    source = state.source(site)
-    if source is None or not source.list_response_date:
-        return None
-    return parse_oai_datestamp(source.list_response_date).timestamp()
 
 
 def _http_time(value: str | None) -> float | None:

@@ -3,31 +3,31 @@
 Strategy ``get`` lists identifiers (ListIdentifiers) and leaves the fetching to the harvest;
 strategy ``didl`` lists records in ``oai_didl`` (ListRecords), which carry the resources by
 value as mod_oai intended, archives each raw OAI-PMH exchange and each carried resource, and
-leaves only resources given by reference to be fetched. Either way the list position is saved
-after every page, so a crash mid-list resumes at the saved token, and a token the provider no
-longer accepts restarts the list from the saved ``from`` date.
+leaves only resources given by reference to be fetched.
+
+Each set asked for (or the whole repository) is its own list, with its own incremental bound
+and position in the state (``liststate.py``): a list asks ``from`` its own last complete
+list's responseDate minus the granularity's overlap. The position is saved after every page,
+so a crash mid-list resumes that list at the saved token, lists read to their end before the
+crash are not read again, and a token the provider no longer accepts restarts the list from
+its saved ``from`` date.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import logging
 from collections.abc import Callable, Iterator
 
-from lxml import etree
-
 from harvester.archive.recorder import Recorder
+from harvester.carried import carried_resource
 from harvester.exceptions import BadResumptionToken, NoRecordsMatch
+from harvester.liststate import ListKey
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
 from harvester.settings import HarvestSettings
 from harvester.state import HarvestState, Listed
 from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
-DIDL = "{urn:mpeg:mpeg21:2002:02-DIDL-NS}"
-PRES = "{urn:coop-archive:preservation:1.0}"
 
 
 class Lister:
@@ -46,55 +46,57 @@ class Lister:
         self.summary = summary
         self.site = settings.site_url
 
+    @property
+    def keys(self) -> list[ListKey]:
+        """The lists of this run: one per set asked for (or the whole repository)."""
+        prefix = "oai_didl" if self.settings.oai_strategy == "didl" else "oai_dc"
+        endpoint = self.endpoint.endpoint
+        return [ListKey(endpoint, s, prefix) for s in self.settings.sets or (None,)]
+
     def run(self, expired: Callable[[], bool]) -> bool:
         """List every set asked for (or everything); True when every list ran to its end."""
-        return all(self._list(set_spec, expired) for set_spec in self.settings.sets or (None,))
+        return all(self._list(key, expired) for key in self.keys)
 
     def advance_from(self) -> None:
-        """The next run lists from here: this list's start, held back to anything unarchived."""
-        source = self.state.source(self.site)
-        if source is None or source.list_response_date is None:
-            return
-        oldest = self.state.oldest_unarchived(self.site)
-        until = (
-            source.list_response_date if oldest is None else min(oldest, source.list_response_date)
-        )
-        self.state.set_harvested_until(self.site, until)
+        """Each list's next run lists from its own start, held back to anything still pending."""
+        self.state.lists.advance(self.keys, self.state.oldest_unarchived(self.site))
+
+    def started(self) -> str | None:
+        """The responseDate of this run's first list: when listing began."""
+        return self.state.lists.started(self.keys)
 
     # -- one list --------------------------------------------------------------------
 
-    def _list(self, set_spec: str | None, expired: Callable[[], bool]) -> bool:
-        source = self.state.source(self.site)
+    def _list(self, key: ListKey, expired: Callable[[], bool]) -> bool:
+        position = self.state.lists.position(key)
         token = None
-        if source is not None and source.list_active and source.list_set == set_spec:
-            token, from_ = source.list_token, source.list_from
-            log.info("resuming the list from its saved position")
+        if position.state == "listed":
+            log.info("set %s was listed in full by an interrupted run", key.set_spec or "(all)")
+            return True
+        if position.state == "active":
+            token, from_ = position.token, position.from_
+            log.info("resuming the list of set %s from its saved position", key.set_spec or "(all)")
         else:
-            from_ = self._from_date()
-            self.state.start_list(self.site, from_, set_spec)
+            from_ = self._from_date(position.harvested_until)
+            self.state.lists.start(key, from_)
         try:
-            return self._pages(from_, set_spec, token, expired)
+            return self._pages(key, from_, token, expired)
         except BadResumptionToken:
             log.warning("the provider refused the saved token; restarting the list from %s", from_)
-            self.state.start_list(self.site, from_, set_spec)
-            return self._pages(from_, set_spec, None, expired)
+            self.state.lists.start(key, from_)
+            return self._pages(key, from_, None, expired)
 
-    def _from_date(self) -> str | None:
-        source = self.state.source(self.site)
-        if source is None or source.harvested_until is None:
+    def _from_date(self, harvested_until: str | None) -> str | None:
+        if harvested_until is None:
             return None
-        return overlap_from(source.harvested_until, self.endpoint.granularity)
+        return overlap_from(harvested_until, self.endpoint.granularity)
 
     def _pages(
-        self,
-        from_: str | None,
-        set_spec: str | None,
-        token: str | None,
-        expired: Callable[[], bool],
+        self, key: ListKey, from_: str | None, token: str | None, expired: Callable[[], bool]
     ) -> bool:
         try:
-            for listed, page_token, response_date, page in self._fetch(from_, set_spec, token):
-                self.state.record_page(self.site, listed, page_token, response_date)
+            for listed, page_token, response_date, page in self._fetch(from_, key.set_spec, token):
+                self.state.record_page(self.site, listed, key, page_token, response_date)
                 self.summary.listed += len(listed)
                 if page is not None:
                     self._archive_page(page)
@@ -103,7 +105,7 @@ class Lister:
         except NoRecordsMatch:
             # The next run lists from the same date: an empty list moves nothing forward.
             log.info("nothing new since %s", from_)
-        self.state.finish_list(self.site)
+        self.state.lists.finish(key)
         return True
 
     def _fetch(
@@ -137,15 +139,16 @@ class Lister:
             meta = raw.metadata
             if raw.header.deleted or meta is None:
                 continue
-            carried = _carried_resource(meta)
+            carried = carried_resource(meta)
             res = self.state.get(raw.header.identifier)
             if carried is None or res is None or res.status != "pending":
                 continue  # by reference only: the fetch step GETs it
-            mime, body = carried
-            capture = self.recorder.carried(res, raw.header.identifier, mime, body)
+            capture = self.recorder.carried(
+                res, raw.header.identifier, carried.mime, carried.body, carried.headers
+            )
             self.state.mark_archived(res.url, capture, None)
             self.summary.fetched += 1
-            self.summary.bytes += len(body)
+            self.summary.bytes += len(carried.body)
 
 
 def _listed(header: ListedHeader) -> Listed:
@@ -156,21 +159,3 @@ def _listed(header: ListedHeader) -> Listed:
         set_specs=header.set_specs,
         deleted=header.deleted,
     )
-
-
-def _carried_resource(didl: etree._Element) -> tuple[str, bytes] | None:
-    """The resource a DIDL carries by value, if its bytes match the DIDL's SHA-256."""
-    for resource in didl.iter(f"{DIDL}Resource"):
-        if resource.get("encoding") != "base64":
-            continue
-        try:
-            body = base64.b64decode(resource.text or "", validate=True)
-        except (binascii.Error, ValueError):
-            log.warning("a DIDL carried undecodable base64; fetching by reference instead")
-            return None
-        expected = didl.findtext(f".//{PRES}digest[@algorithm='sha256']")
-        if expected and hashlib.sha256(body).hexdigest() != expected:
-            log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
-            return None
-        return resource.get("mimeType") or "application/octet-stream", body
-    return None

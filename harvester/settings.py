@@ -38,6 +38,10 @@ class HarvestSettings:
     user_agent: str = USER_AGENT
     ignore_robots: bool = False
     collection: str = ""  # isPartOf in warcinfo; empty: the out folder's name
+    max_attempts: int = 5  # failed fetches of one listed version before it is abandoned
+    retry_delay: float = (
+        900.0  # seconds before the 2nd attempt (Heritrix's retry delay), doubled after
+    )
     # -- the crawl (no provider, or --mode crawl) --
     seeds: tuple[str, ...] = ()  # more start URLs besides SITE_URL
     include: tuple[str, ...] = ()  # URL regexes: when given, only matching URLs are crawled

@@ -1,20 +1,26 @@
 """The harvest state: one SQLite file per collection (``DIR/state.sqlite``).
 
-It records, per source, the endpoint and the position of a list in progress, and per resource
-what was listed, what was archived and where. It is the only module of the harvester that talks
-SQL. Every change is one short transaction, so a harvester killed at any moment leaves the
-state as it was after the last completed step: a resource is marked archived only after its
-WARC records were written out (fsynced too with ``--durable``), and the ``from`` date of the
-next incremental run never passes a listed resource that was not archived.
+It records, per source, the endpoint; per list (endpoint, set, metadataPrefix), its bound
+and position (``liststate.py``, on the same connection); and per resource what was listed,
+what was archived and where. With ``liststate.py``, ``stateschema.py`` (its tables) and
+``statemigration.py`` it is the only code of the harvester that talks SQL. Every change is
+one short transaction, so a harvester killed at any moment leaves the state as it was after
+the last completed step: a resource is marked archived only after its WARC records were
+written out (fsynced too with ``--durable``), and a list's next ``from`` never passes a
+listed resource still pending.
 
 Resource statuses::
 
-    pending   listed (new or newer than what was archived), not yet archived
-    archived  the listed version is in the WARCs (response, revisit or resource record)
-    failed    the last attempt failed (404, 410, network); retried on the next run
-    deleting  listed as deleted; the deletion note is not written yet
-    deleted   the deletion note is in the WARCs; earlier captures are kept
-    gone      a crawled URL now answers 404 or 410; earlier captures are kept
+    pending    listed (new or newer than what was archived), not yet archived
+    archived   the listed version is in the WARCs (response, revisit or resource record)
+    failed     the last attempt failed (404, 410, network); fetched again by a later run once
+               it is :class:`Due` (a wait that doubles with each failed attempt), and never
+               holding a list's ``from`` back: the state, not the list, keeps it
+    abandoned  the listed version failed ``max_attempts`` times: not fetched again until the
+               provider lists a newer version
+    deleting   listed as deleted; the deletion note is not written yet
+    deleted    the deletion note is in the WARCs; earlier captures are kept
+    gone       a crawled URL now answers 404 or 410; earlier captures are kept
 
 The crawl keeps its frontier here too: every URL it ever queued, with its depth, policy,
 scores and discovery order, so a crawl killed at any moment resumes with nothing lost.
@@ -32,62 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from harvester.exceptions import StateError
+from harvester.liststate import ListKey, ListState
+from harvester.statemigration import migrate
+from harvester.stateschema import SCHEMA, SCHEMA_VERSION
 
-SCHEMA_VERSION = 1
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sources (
-    site TEXT PRIMARY KEY,
-    endpoint TEXT,
-    granularity TEXT,
-    deleted_record TEXT,
-    harvested_until TEXT,          -- responseDate of the last list archived in full
-    list_from TEXT,                -- the list in progress: its from, set and resumption token
-    list_set TEXT,
-    list_token TEXT,
-    list_response_date TEXT,
-    list_active INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS resources (
-    url TEXT PRIMARY KEY,
-    site TEXT NOT NULL,
-    oai_identifier TEXT,
-    listed_datestamp TEXT,         -- the version the provider listed last
-    archived_datestamp TEXT,       -- the version now in the WARCs
-    set_specs TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL,
-    etag TEXT,
-    last_modified TEXT,
-    payload_digest TEXT,           -- as in WARC-Payload-Digest (sha1, base32)
-    sha1 TEXT,                     -- hex digests of the archived payload, for DIDL records
-    sha256 TEXT,
-    http_status INTEGER,
-    record_id TEXT,
-    warc_file TEXT,
-    warc_offset INTEGER,
-    warc_length INTEGER,
-    warc_date TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    last_error TEXT,
-    updated REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS resources_status ON resources (status, url);
-CREATE TABLE IF NOT EXISTS frontier (   -- the crawl's discovered URLs, one row per URL ever queued
-    url TEXT PRIMARY KEY,
-    site TEXT NOT NULL,
-    host TEXT NOT NULL,
-    depth INTEGER NOT NULL,
-    policy TEXT NOT NULL,
-    distance INTEGER NOT NULL,        -- link hops since its policy began (seed or switch)
-    scores TEXT NOT NULL,             -- JSON: the named scores of the URL
-    seq INTEGER NOT NULL,             -- discovery order
-    status TEXT NOT NULL,             -- queued | done
-    via TEXT                          -- the page that linked it first
-);
-CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (site, status, seq);
-CREATE INDEX IF NOT EXISTS resources_record ON resources (record_id);
-"""
-ACTIVE = ("pending", "failed")  # to be fetched
+ACTIVE = ("pending", "failed")  # to be fetched (a failed one once its retry time has come)
+RETRYING = ("failed", "abandoned")
 
 
 @dataclass(frozen=True)
@@ -96,12 +52,6 @@ class Source:
     endpoint: str | None
     granularity: str | None
     deleted_record: str | None
-    harvested_until: str | None
-    list_from: str | None
-    list_set: str | None
-    list_token: str | None
-    list_response_date: str | None
-    list_active: bool
 
 
 @dataclass(frozen=True)
@@ -151,6 +101,15 @@ class Capture:
     payload_digest: str | None
     sha1: str | None
     sha256: str | None
+
+
+@dataclass(frozen=True)
+class Due:
+    """Which failed resources may be fetched again at ``now``: those whose last failure was
+    at least ``delay * 2 ** (attempts - 1)`` seconds before (pending ones always are)."""
+
+    now: float
+    delay: float
 
 
 @dataclass(frozen=True)
@@ -208,21 +167,22 @@ class HarvestState:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) > SCHEMA_VERSION:
             raise StateError(f"{self.path} was written by a newer harvester (schema {row[0]})")
+        elif int(row[0]) < SCHEMA_VERSION:
+            migrate(self.db, int(row[0]), self.path)
+
+    @property
+    def lists(self) -> ListState:
+        """Each list's bound and position."""
+        return ListState(self.db)
 
     # -- sources ---------------------------------------------------------------------
 
     def source(self, site: str) -> Source | None:
         row = self.db.execute(
-            "SELECT site, endpoint, granularity, deleted_record, harvested_until, list_from,"
-            " list_set, list_token, list_response_date, list_active FROM sources WHERE site=?",
+            "SELECT site, endpoint, granularity, deleted_record FROM sources WHERE site=?",
             (site,),
         ).fetchone()
-        if row is None:
-            return None
-        site_, endpoint, granularity, deleted, until, from_, set_, token, date, active = row
-        return Source(
-            site_, endpoint, granularity, deleted, until, from_, set_, token, date, bool(active)
-        )
+        return None if row is None else Source(*row)
 
     def record_endpoint(self, site: str, endpoint: str, granularity: str, deleted: str) -> None:
         self.db.execute(
@@ -232,25 +192,17 @@ class HarvestState:
             (site, endpoint, granularity, deleted),
         )
 
-    def start_list(self, site: str, from_: str | None, set_spec: str | None) -> None:
-        self.db.execute(
-            "UPDATE sources SET list_from=?, list_set=?, list_token=NULL, list_response_date=NULL,"
-            " list_active=1 WHERE site=?",
-            (from_, set_spec, site),
-        )
-
-    def finish_list(self, site: str) -> None:
-        self.db.execute("UPDATE sources SET list_token=NULL, list_active=0 WHERE site=?", (site,))
-
-    def set_harvested_until(self, site: str, response_date: str | None) -> None:
-        self.db.execute("UPDATE sources SET harvested_until=? WHERE site=?", (response_date, site))
-
     # -- listing ---------------------------------------------------------------------
 
     def record_page(
-        self, site: str, headers: Iterable[Listed], token: str | None, response_date: str
+        self,
+        site: str,
+        headers: Iterable[Listed],
+        key: ListKey,
+        token: str | None,
+        response_date: str,
     ) -> tuple[int, int]:
-        """Store one page of a list and the position after it, in one transaction.
+        """Store one page of list ``key`` and the position after it, in one transaction.
 
         Returns how many resources became pending and how many deletions were noted. The
         list's responseDate is that of its first page: the moment the list was bounded.
@@ -262,22 +214,21 @@ class HarvestState:
                 added = self._note_listed(site, item, now)
                 pending += added == "pending"
                 deleting += added == "deleting"
-            self.db.execute(
-                "UPDATE sources SET list_token=?,"
-                " list_response_date=COALESCE(list_response_date, ?) WHERE site=?",
-                (token, response_date, site),
-            )
+            self.lists.page(key, token, response_date)
         return pending, deleting
 
     def _note_listed(self, site: str, item: Listed, now: float) -> str | None:
         row = self.db.execute(
-            "SELECT status, archived_datestamp FROM resources WHERE url=?", (item.url,)
+            "SELECT status, archived_datestamp, listed_datestamp FROM resources WHERE url=?",
+            (item.url,),
         ).fetchone()
         specs = " ".join(item.set_specs)
         if item.deleted:
             status = None if row is not None and row[0] in ("deleted", "deleting") else "deleting"
         elif row is not None and row[0] == "archived" and (row[1] or "") >= item.datestamp:
             status = None  # this version is archived already
+        elif row is not None and row[0] in RETRYING and (row[2] or "") >= item.datestamp:
+            status = None  # this version failed before: its retries keep their schedule
         else:
             status = "pending"
         if status is None:
@@ -286,7 +237,8 @@ class HarvestState:
             "INSERT INTO resources (url, site, oai_identifier, listed_datestamp, set_specs,"
             " status, updated) VALUES (?,?,?,?,?,?,?) ON CONFLICT(url) DO UPDATE SET"
             " oai_identifier=excluded.oai_identifier, listed_datestamp=excluded.listed_datestamp,"
-            " set_specs=excluded.set_specs, status=excluded.status, updated=excluded.updated",
+            " set_specs=excluded.set_specs, status=excluded.status, updated=excluded.updated,"
+            " attempts=0",
             (item.url, site, item.identifier, item.datestamp, specs, status, now),
         )
         return status
@@ -306,16 +258,17 @@ class HarvestState:
     # -- resources -------------------------------------------------------------------
 
     def resources(
-        self, site: str, statuses: tuple[str, ...], batch: int = 1000
+        self, site: str, statuses: tuple[str, ...], batch: int = 1000, due: Due | None = None
     ) -> Iterator[Resource]:
-        """Resources in the given statuses, in URL order, read in batches (bounded memory)."""
+        """Resources in the given statuses, in URL order, read in batches (bounded memory);
+        with ``due``, failed ones only once their wait is over."""
         marks = ",".join("?" * len(statuses))
         after = ""
         while True:
             rows = self.db.execute(
                 f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE site=? AND status IN ({marks})"
-                " AND url > ? ORDER BY url LIMIT ?",
-                (site, *statuses, after, batch),
+                f" AND url > ? {_DUE if due is not None else ''} ORDER BY url LIMIT ?",
+                (site, *statuses, after, *_due_args(due), batch),
             ).fetchall()
             if not rows:
                 return
@@ -335,7 +288,7 @@ class HarvestState:
             "UPDATE resources SET status='archived',"
             " archived_datestamp=COALESCE(?, listed_datestamp),"
             " record_id=?, warc_file=?, warc_offset=?, warc_length=?, warc_date=?, http_status=?,"
-            " etag=?, last_modified=?, payload_digest=?, sha1=?, sha256=?, attempts=attempts+1,"
+            " etag=?, last_modified=?, payload_digest=?, sha1=?, sha256=?, attempts=0,"
             " last_error=NULL, updated=? WHERE url=?",
             (
                 datestamp,
@@ -356,8 +309,17 @@ class HarvestState:
         )
 
     def mark_failed(self, url: str, error: str, http_status: int | None = None) -> None:
+        """One more failed attempt, made now (the back-off counts from ``updated``)."""
         self.db.execute(
             "UPDATE resources SET status='failed', last_error=?, http_status=?,"
+            " attempts=attempts+1, updated=? WHERE url=?",
+            (error, http_status, time.time(), url),
+        )
+
+    def abandon(self, url: str, error: str, http_status: int | None = None) -> None:
+        """The last attempt at the listed version failed: fetch it no more."""
+        self.db.execute(
+            "UPDATE resources SET status='abandoned', last_error=?, http_status=?,"
             " attempts=attempts+1, updated=? WHERE url=?",
             (error, http_status, time.time(), url),
         )
@@ -383,13 +345,14 @@ class HarvestState:
             known.update(r[0] for r in rows)
         return known
 
-    def count(self, site: str, statuses: tuple[str, ...]) -> int:
-        """How many of the site's resources are in ``statuses``: read through the status
-        index, so it costs what it counts, not the size of the site."""
+    def count(self, site: str, statuses: tuple[str, ...], due: Due | None = None) -> int:
+        """How many of the site's resources are in ``statuses`` (and due, as in
+        :meth:`resources`): read through the status index, so it costs what it counts."""
         marks = ",".join("?" * len(statuses))
         row = self.db.execute(
-            f"SELECT COUNT(*) FROM resources WHERE status IN ({marks}) AND site=?",
-            (*statuses, site),
+            f"SELECT COUNT(*) FROM resources WHERE status IN ({marks}) AND site=?"
+            f" {_DUE if due is not None else ''}",
+            (*statuses, site, *_due_args(due)),
         ).fetchone()
         return int(row[0])
 
@@ -400,10 +363,12 @@ class HarvestState:
         return {status: n for status, n in rows}
 
     def oldest_unarchived(self, site: str) -> str | None:
-        """The earliest listed datestamp among resources not archived: ``from`` may not pass it."""
+        """The earliest listed datestamp among resources still waiting to be archived
+        (pending or deleting): ``from`` may not pass it. Failed ones do not count: the state
+        keeps them and retries them on its own schedule."""
         row = self.db.execute(
             "SELECT MIN(listed_datestamp) FROM resources WHERE site=? AND status IN"
-            " ('pending','failed','deleting') AND listed_datestamp IS NOT NULL",
+            " ('pending','deleting') AND listed_datestamp IS NOT NULL",
             (site,),
         ).fetchone()
         return row[0] if row else None
@@ -547,6 +512,13 @@ _RESOURCE_COLUMNS = (
     " last_modified, payload_digest, sha1, sha256, record_id, warc_file, warc_offset,"
     " warc_length, warc_date, attempts"
 )
+
+
+_DUE = "AND (status != 'failed' OR updated + ? * (1 << MAX(attempts - 1, 0)) <= ?)"
+
+
+def _due_args(due: Due | None) -> tuple[float, ...]:
+    return () if due is None else (due.delay, due.now)
 
 
 _FRONTIER_COLUMNS = "url, host, depth, policy, distance, scores, seq, via"

@@ -12,7 +12,8 @@ class Summary:
     fetched: int = 0
     unchanged: int = 0
     deleted: int = 0
-    failed: int = 0
+    failed: int = 0  # failed fetches of this run
+    abandoned: int = 0  # resources whose listed version failed every attempt (in the state)
     bytes: int = 0
     seconds: float = 0.0
     archived: int = 0

@@ -6,7 +6,9 @@ One group per resource, written into one file in one flush:
   redirects, the ``response`` + ``request`` of every hop followed, each under its own URI; then
   a crawled page's outlinks ``metadata``; then the DIDL ``metadata``;
 * unchanged (a 304, or the same payload digest): ``revisit`` + ``request``, then the DIDL;
-* carried by value in an ``oai_didl`` record: ``resource``, then the DIDL;
+* carried by value in an ``oai_didl`` record: ``response`` with the provider's own headers
+  from the DIDL's ``http_header`` descriptor (so replay serves its Last-Modified and ETag, and
+  the next run's conditional GET sends them), or ``resource`` when it has none; then the DIDL;
 * deleted: one DIDL ``metadata`` record saying so.
 
 Every group ends with a ``metadata`` record without a WARC-Target-URI (a DIDL record, or the
@@ -172,11 +174,18 @@ class Recorder:
             ],
         )
 
-    def carried(self, res: Resource, url: str, mime: str, body: bytes) -> Capture:
-        """A resource delivered by value inside an ``oai_didl`` record."""
+    def carried(
+        self,
+        res: Resource,
+        url: str,
+        mime: str,
+        body: bytes,
+        http_headers: list[tuple[str, str]] | None = None,
+    ) -> Capture:
+        """A resource delivered by value inside an ``oai_didl`` record; with the headers the
+        provider reports for a 200 of it, a response record carrying them."""
         payload = Payload.of(body)
-        record = self.writer.resource_record(url, mime, body)
-        headers = [("Content-Type", mime), ("Content-Length", str(len(body)))]
+        headers = http_headers or [("Content-Type", mime), ("Content-Length", str(len(body)))]
         fake = _Carried(
             url=url,
             status=200,
@@ -185,7 +194,12 @@ class Recorder:
             response_headers=headers,
             body=body,
             truncated=None,
+            record_type="response" if http_headers else "resource",
         )
+        if http_headers:
+            record = self.writer.response_record(url, _response_headers(fake), body)
+        else:
+            record = self.writer.resource_record(url, mime, body)
         locations = self.writer.write_group(
             [record], then=lambda locs: [self._didl(res, fake, payload, locs[0])]
         )
@@ -221,7 +235,7 @@ class Recorder:
     def _didl(
         self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
     ) -> ArcWarcRecord:
-        kind = "resource" if isinstance(result, _Carried) else "response"
+        kind = result.record_type if isinstance(result, _Carried) else "response"
         desc = CaptureDescription(
             url=result.url,
             status=result.status,
@@ -279,6 +293,7 @@ class _Carried:
     response_headers: list[tuple[str, str]]
     body: bytes
     truncated: str | None
+    record_type: str  # response (with the provider's headers) or resource
 
 
 def ends_group(fields: Mapping[str, str]) -> bool:
@@ -302,7 +317,7 @@ def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return next((v for k, v in headers if k.lower() == name), None)
 
 
-def _response_headers(result: HttpExchange) -> StatusAndHeaders:
+def _response_headers(result: HttpExchange | _Carried) -> StatusAndHeaders:
     headers = [(k, v) for k, v in result.response_headers if k.lower() not in HOP_BY_HOP]
     return StatusAndHeaders(f"{result.status} {result.reason}", headers, protocol=result.protocol)
 

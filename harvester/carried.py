@@ -1,0 +1,73 @@
+"""A resource carried by value in an ``oai_didl`` record, with the HTTP headers the provider
+says a GET of it returns (the DIDL's ``http_header`` descriptor, as mod_oai embeds it).
+
+The headers are kept only when they can stand for the exchange: status 200, every field a
+plain token name and a value without control characters, at most ``MAX_FIELDS`` of them, and
+a Content-Length (when given) that is the length of the carried bytes. Otherwise the resource
+is kept without them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+
+from lxml import etree
+
+log = logging.getLogger(__name__)
+DIDL = "{urn:mpeg:mpeg21:2002:02-DIDL-NS}"
+PRES = "{urn:coop-archive:preservation:1.0}"
+HTTP = "{urn:coop-archive:http-header:1.0}"
+MAX_FIELDS = 100
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+_VALUE = re.compile(r"[^\x00-\x08\x0a-\x1f\x7f]{0,8192}")
+
+
+@dataclass(frozen=True)
+class CarriedResource:
+    mime: str
+    body: bytes
+    headers: list[tuple[str, str]] | None  # the provider's, for a 200 of this very body
+
+
+def carried_resource(didl: etree._Element) -> CarriedResource | None:
+    """The resource a DIDL carries by value, if its bytes match the DIDL's SHA-256."""
+    for resource in didl.iter(f"{DIDL}Resource"):
+        if resource.get("encoding") != "base64":
+            continue
+        try:
+            body = base64.b64decode(resource.text or "", validate=True)
+        except (binascii.Error, ValueError):
+            log.warning("a DIDL carried undecodable base64; fetching by reference instead")
+            return None
+        expected = didl.findtext(f".//{PRES}digest[@algorithm='sha256']")
+        if expected and hashlib.sha256(body).hexdigest() != expected:
+            log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
+            return None
+        mime = resource.get("mimeType") or "application/octet-stream"
+        return CarriedResource(mime, body, _http_headers(didl, len(body)))
+    return None
+
+
+def _http_headers(didl: etree._Element, length: int) -> list[tuple[str, str]] | None:
+    header = next(didl.iter(f"{HTTP}header"), None)
+    if header is None or header.findtext(f"{HTTP}status") is None:
+        return None
+    status = header.find(f"{HTTP}status")
+    if status is None or status.get("code") != "200":
+        return None
+    fields = [(f.get("name") or "", f.text or "") for f in header.iterfind(f"{HTTP}field")]
+    if len(fields) > MAX_FIELDS or not all(
+        _TOKEN.fullmatch(name) and _VALUE.fullmatch(value) for name, value in fields
+    ):
+        log.warning("a DIDL's http_header descriptor is malformed; keeping the bytes only")
+        return None
+    declared = [v for n, v in fields if n.lower() == "content-length"]
+    if declared and declared != [str(length)]:
+        log.warning("a DIDL's http_header describes other bytes; keeping the bytes only")
+        return None
+    return fields

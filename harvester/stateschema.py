@@ -1,0 +1,60 @@
+"""The state's tables (``state.py``): the schema a new state file gets, and its version.
+
+A state file of an older version is brought to this one on open by ``statemigration.py``.
+"""
+
+from __future__ import annotations
+
+from harvester.liststate import SCHEMA as LISTS_SCHEMA
+
+SCHEMA_VERSION = 2
+SCHEMA = (
+    """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sources (
+    site TEXT PRIMARY KEY,
+    endpoint TEXT,
+    granularity TEXT,
+    deleted_record TEXT            -- (schema 1 kept its one list bound and position here)
+);
+CREATE TABLE IF NOT EXISTS resources (
+    url TEXT PRIMARY KEY,
+    site TEXT NOT NULL,
+    oai_identifier TEXT,
+    listed_datestamp TEXT,         -- the version the provider listed last
+    archived_datestamp TEXT,       -- the version now in the WARCs
+    set_specs TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    etag TEXT,
+    last_modified TEXT,
+    payload_digest TEXT,           -- as in WARC-Payload-Digest (sha1, base32)
+    sha1 TEXT,                     -- hex digests of the archived payload, for DIDL records
+    sha256 TEXT,
+    http_status INTEGER,
+    record_id TEXT,
+    warc_file TEXT,
+    warc_offset INTEGER,
+    warc_length INTEGER,
+    warc_date TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,  -- failed attempts at the listed version
+    last_error TEXT,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS resources_status ON resources (status, url);
+CREATE TABLE IF NOT EXISTS frontier (   -- the crawl's discovered URLs, one row per URL ever queued
+    url TEXT PRIMARY KEY,
+    site TEXT NOT NULL,
+    host TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    policy TEXT NOT NULL,
+    distance INTEGER NOT NULL,        -- link hops since its policy began (seed or switch)
+    scores TEXT NOT NULL,             -- JSON: the named scores of the URL
+    seq INTEGER NOT NULL,             -- discovery order
+    status TEXT NOT NULL,             -- queued | done
+    via TEXT                          -- the page that linked it first
+);
+CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (site, status, seq);
+CREATE INDEX IF NOT EXISTS resources_record ON resources (record_id);
+"""
+    + LISTS_SCHEMA
+)
