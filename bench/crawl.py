@@ -286,10 +286,12 @@ BUCKETS: list[tuple[str, str, tuple[str, ...]]] = [
     ("DIDL records", "path", ("harvester/archive/didl.py", "Recorder._didl ")),
     ("other WARC record building and writing (warcio)", "path",
      ("harvester/archive/warc.py", "harvester/archive/recorder.py")),
-    ("link extraction", "path", ("harvester/crawl/links.py",)),
+    ("link extraction", "path", ("harvester/crawl/links.py", "harvester/crawl/bodytext.py")),
     ("SQLite state", "path", ("harvester/state.py",)),
     ("HTTP fetch (aiohttp)", "path", ("harvester/fetch.py",)),
-    ("seen-URL test", "path", ("harvester/crawl/seen.py",)),
+    ("seen-URL test", "path",
+     ("harvester/crawl/seen.py", "harvester/crawl/clockcache.py",
+      "harvester/crawl/fingerprintfile.py")),
     ("frontier, scope, scores, scheduler", "path", ("harvester/crawl/",)),
 ]  # fmt: skip
 OTHER = "event loop, sockets, other"

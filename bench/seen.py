@@ -36,7 +36,8 @@ from itertools import accumulate, pairwise
 from pathlib import Path
 
 from bench.harness import Report
-from harvester.crawl.seen import ClockCache, SeenSet, fingerprint
+from harvester.crawl.clockcache import ClockCache
+from harvester.crawl.seen import SeenSet, fingerprint
 
 OUT = Path(__file__).resolve().parent / "out" / "seen"
 COLUMNS = ["metric", "ours", "peer", "ratio", "target", "met?"]

@@ -311,6 +311,51 @@ def test_headers(headers: list[tuple[str, str]], expected: list[Link]) -> None:
     assert extract_links(b"", BASE, None, headers) == expected
 
 
+ROOT = "http://example.com/"
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        # several links in one field, spaced or not, and several fields
+        (
+            ["</a>; rel=next,</b>;rel=prev , <c>", "</d>; rel=stylesheet"],
+            [("a", False, False), ("b", False, False), ("c", False, False), ("d", False, True)],
+        ),
+        # commas, semicolons and angle brackets inside quoted strings and inside the URI
+        (
+            '</a>; title="x, <y>; z"; rel=stylesheet, </b>',
+            [("a", False, True), ("b", False, False)],
+        ),
+        (
+            r'</a>; title="say \"hi, <there>\""; rel=nofollow, </b>',
+            [("a", True, False), ("b", False, False)],
+        ),
+        ("</a;b,c>; rel=next", [("a;b,c", False, False)]),
+        # no rel, an empty rel, a rel only inside another parameter's value
+        ("</a>", [("a", False, False)]),
+        ('</a>; rel=""', [("a", False, False)]),
+        ('</a>; title="rel=stylesheet"', [("a", False, False)]),
+        # names are case-insensitive; the first rel counts; a parameter may lack a value
+        ("</a>; REL=StyleSheet", [("a", False, True)]),
+        ("</a>; rel=stylesheet; rel=nofollow", [("a", False, True)]),
+        ('</a>; crossorigin; anchor="#x"; rel="preload nofollow"', [("a", True, True)]),
+        # an origin to connect to is no link, unless another relation makes it one
+        ('</a>; rel="preconnect dns-prefetch", </b>; rel="preconnect next"', [("b", False, False)]),
+        # not a link-value at all
+        ("rel=next", []),
+        ("", []),
+    ],
+)
+def test_awkward_link_headers(
+    fields: list[str] | str, expected: list[tuple[str, bool, bool]]
+) -> None:
+    headers = [("Link", field) for field in ([fields] if isinstance(fields, str) else fields)]
+    assert extract_links(b"", ROOT, None, headers) == [
+        Link(ROOT + path, "header/link", nofollow, embed) for path, nofollow, embed in expected
+    ]
+
+
 def test_header_links_come_before_body_links() -> None:
     links = extract_links(b'<a href="/b">', BASE, "text/html", [("Link", "</h>; rel=next")])
     assert [link.url for link in links] == ["http://example.com/h", "http://example.com/b"]

@@ -6,7 +6,7 @@ Links are reported in the order they occur, headers first:
    header, ``rel`` tokens read from the first ``rel`` parameter), and the non-standard but
    widely obeyed ``Refresh`` header, read as a ``<meta http-equiv=refresh>``;
 2. an HTML body (``text/html``, ``application/xhtml+xml``, or no type and a body that sniffs
-   as HTML, WHATWG MIME Sniffing §7.1): the URL attributes in ``_URL_ATTRIBUTES``, ``srcset``
+   as HTML): the URL attributes in ``_URL_ATTRIBUTES``, ``srcset``
    candidates (HTML, "parse a srcset attribute"), ``<meta http-equiv=refresh>`` (HTML, "shared
    declarative refresh steps"), and CSS in ``<style>`` elements and ``style`` attributes. The
    first ``<base href>`` is the base for everything after it (the HTML standard would apply it
@@ -20,16 +20,13 @@ are skipped silently. A URL is reported once, as its first occurrence; with
 ``follow_nofollow=False`` the ``rel=nofollow`` occurrences are dropped before that, so a URL
 that is also linked without ``nofollow`` survives.
 
-Hostile bodies are bounded: only the first ``max_bytes`` (5 MiB) are read, a body with a NUL
-in its first KiB is binary and has no links (unless a BOM or the charset says UTF-16/32), and
-lxml parses in recovery mode. The body is decoded in Python (BOM, then the Content-Type
-charset, then a ``<meta charset>`` or ``@charset`` in the first KiB, then UTF-8, replacing
-undecodable bytes), so libxml2's own guess (Latin-1) never applies.
+Hostile bodies are bounded: only the first ``max_bytes`` (5 MiB) are read, and lxml parses in
+recovery mode. Whether a body is HTML, CSS or neither (binary included), and how its bytes
+become text, is ``bodytext.body_text``'s.
 """
 
 from __future__ import annotations
 
-import codecs
 import re
 import string
 from collections.abc import Iterable, Iterator, Sequence
@@ -38,15 +35,12 @@ from typing import NamedTuple
 
 from lxml import etree
 
+from harvester.crawl.bodytext import body_text
 from harvester.crawl.urls import canonicalize
 
 __all__ = ["MAX_BODY_BYTES", "Link", "extract_links"]
 
 MAX_BODY_BYTES = 5 * 1024 * 1024
-SNIFF_BYTES = 1024
-
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-CSS_TYPES = frozenset({"text/css"})
 
 # Elements whose attributes hold one URL each. ``a`` and ``area`` navigate, ``link`` depends
 # on its rel; everything else is a page requisite.
@@ -163,6 +157,9 @@ def _canonical_or_none(value: str, base: str) -> str | None:
 # Headers
 
 
+# Not requests.utils.parse_header_links (nor aiohttp's ClientResponse.links): they split link
+# values inside quoted strings, keep the last rel rather than the first and match parameter
+# names case-sensitively (see test_awkward_link_headers).
 _LINK_VALUE = re.compile(r'<(?P<target>[^>]*)>(?P<params>(?:"(?:[^"\\]|\\.)*+"|[^",<])*+)', re.S)
 _LINK_PARAM = re.compile(
     r';\s*(?P<name>[^\s=;,]+)\s*(?:=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*+)"|(?P<token>[^\s;,]*)))?',
@@ -212,95 +209,13 @@ def _rel_candidate(
 # Bodies
 
 
-_BOMS = (
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-_DECLARED_CHARSET = re.compile(
-    rb'^@charset "(?P<css>[^"]{1,40})";'
-    rb"|<meta[^>]{0,200}?charset\s*=\s*[\"']?\s*(?P<html>[\w.:-]{1,40})",
-    re.I,
-)
-_HTML_SIGNATURE = re.compile(
-    rb"[\t\n\f\r ]*<(?:!doctype html|html|head|script|iframe|h1|div|font|table|a|style|title"
-    rb"|b|body|br|p|!--)[ >]",
-    re.I,
-)
-
-
 def _body_candidates(body: bytes, base: str, content_type: str | None) -> list[_Candidate]:
-    media_type, charset = _parse_content_type(content_type)
-    if _is_binary(body, charset):
+    found = body_text(body, content_type)
+    if found is None:
         return []
-    if media_type in HTML_TYPES or (not media_type and _sniffs_as_html(body)):
-        return list(_html_candidates(_decode(body, charset), base))
-    if media_type in CSS_TYPES:
-        return list(_css_candidates(_decode(body, charset), base))
-    return []
-
-
-def _parse_content_type(content_type: str | None) -> tuple[str, str | None]:
-    """The media type, lower-case, and the charset parameter if any.
-
-    >>> _parse_content_type('Text/HTML; charset="ISO-8859-1"')
-    ('text/html', 'ISO-8859-1')
-    """
-    media_type, *params = (content_type or "").split(";")
-    charset = None
-    for param in params:
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "charset":
-            charset = value.strip().strip("\"'") or None
-    return media_type.strip().lower(), charset
-
-
-def _is_binary(body: bytes, charset: str | None) -> bool:
-    """A NUL in the first KiB means binary, unless the text is declared or marked UTF-16/32."""
-    head = body[:SNIFF_BYTES]
-    if b"\x00" not in head or head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return False
-    codec = _codec(charset)
-    return not (codec and codec.startswith(("utf-16", "utf-32")))
-
-
-def _sniffs_as_html(body: bytes) -> bool:
-    """WHATWG MIME Sniffing's HTML signatures, for a body without a Content-Type.
-
-    >>> _sniffs_as_html(b"\\n<!DOCTYPE html>"), _sniffs_as_html(b"GIF89a<a>")
-    (True, False)
-    """
-    head = body[:SNIFF_BYTES].removeprefix(codecs.BOM_UTF8)
-    return _HTML_SIGNATURE.match(head) is not None
-
-
-def _decode(body: bytes, charset: str | None) -> str:
-    """The body as text: BOM, then declared charset, then a charset in the text, then UTF-8."""
-    for bom, codec in _BOMS:
-        if body.startswith(bom):
-            return body[len(bom) :].decode(codec, "replace")
-    codec = _codec(charset) or _codec(_charset_in(body[:SNIFF_BYTES])) or "utf-8"
-    return body.decode(codec, "replace")
-
-
-def _charset_in(head: bytes) -> str | None:
-    """A CSS ``@charset`` or an HTML ``<meta ... charset=...>`` near the start."""
-    match = _DECLARED_CHARSET.search(head)
-    if match is None:
-        return None
-    name = (match["css"] or match["html"]).decode("ascii", "replace")
-    # A document that could be read far enough to find this is not UTF-16 (HTML §13.2.3.2).
-    return "utf-8" if name.lower().startswith(("utf-16", "utf-32")) else name
-
-
-def _codec(name: str | None) -> str | None:
-    """Python's name for a charset, or ``None`` when Python does not know it."""
-    if not name:
-        return None
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        return None
+    if found.kind == "html":
+        return list(_html_candidates(found.text, base))
+    return list(_css_candidates(found.text, base))
 
 
 # HTML

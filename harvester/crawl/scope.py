@@ -11,7 +11,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from harvester.crawl.urls import QueryVariantCounter, TrapRules, check_trap, host_of
+from harvester.crawl.traps import QueryVariantCounter, TrapRules, check_trap
+from harvester.crawl.urls import host_of
 
 log = logging.getLogger(__name__)
 
