@@ -50,7 +50,7 @@ def discover(settings: HarvestSettings, state: HarvestState) -> EndpointInfo | N
 
 def _identify(settings: HarvestSettings) -> EndpointInfo | None:
     if settings.oai:
-        with OAIClient(settings.oai, user_agent=settings.user_agent) as client:
+        with OAIClient.from_settings(settings.oai, settings) as client:
             return client.identify()
     return probe(settings.site_url, user_agent=settings.user_agent, max_retries=1)
 

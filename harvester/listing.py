@@ -116,7 +116,7 @@ class Lister:
             "set_spec": None if token else set_spec,
             "resumption_token": token,
         }
-        with OAIClient(self.endpoint.endpoint, user_agent=self.settings.user_agent) as client:
+        with OAIClient.from_settings(self.endpoint.endpoint, self.settings) as client:
             if self.settings.oai_strategy == "didl":
                 for raw in client.list_records_raw(metadata_prefix="oai_didl", **args):
                     listed = [_listed(r.header) for r in raw.records]

@@ -17,6 +17,11 @@ code that talks OAI-PMH.
 
 Lists are exposed page by page (§3.5) with their ``responseDate`` and the next token, so the
 caller can persist its position after each page and resume with the token in a new client.
+A list that does not end is stopped with a ProtocolError naming the page's URL
+(:class:`harvester.oaiguard.ListGuard`), as sickle would loop forever: a token used before in
+the same list (``A, B, A``); 10 pages in a row that bring no new identifier yet hand out a
+token; or, with a token still handed out, more than twice the declared ``completeListSize``
+plus 1,000 headers listed.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 from lxml import etree
@@ -47,6 +52,7 @@ from harvester.oaidates import (
     overlap_from,
     parse_oai_datestamp,
 )
+from harvester.oaiguard import ListGuard
 from harvester.oaihttp import OAI_NS, Exchange, Http, Limits, check_envelope, parse_oai_xml
 
 __all__ = [
@@ -67,6 +73,9 @@ __all__ = [
     "probe",
 ]
 
+if TYPE_CHECKING:
+    from harvester.settings import HarvestSettings
+
 log = logging.getLogger(__name__)
 
 _OAI = "{" + OAI_NS + "}"
@@ -74,6 +83,10 @@ DELETED_RECORD_POLICIES = ("no", "transient", "persistent")
 
 DEFAULT_USER_AGENT = f"coop-archive-harvester/{__version__} (OAI-PMH)"
 DEFAULT_MAX_BYTES = 64 * 2**20
+_IDENTIFIERS = {  # where each list verb's page holds its identifiers
+    "ListIdentifiers": f"{_OAI}ListIdentifiers/{_OAI}header/{_OAI}identifier",
+    "ListRecords": f"{_OAI}ListRecords/{_OAI}record/{_OAI}header/{_OAI}identifier",
+}
 
 
 # -- values ----------------------------------------------------------------------------
@@ -287,6 +300,17 @@ class OAIClient:
         http = Http(self._session, limits, sleep, clock, rng or random.Random())
         self.sickle = SafeSickle(endpoint, http)
 
+    @classmethod
+    def from_settings(cls, endpoint: str, settings: HarvestSettings) -> OAIClient:
+        """A client bounded as the harvest asks: its user agent, ``max_size`` bytes a
+        response and ``oai_deadline`` seconds a request, retries included."""
+        return cls(
+            endpoint,
+            user_agent=settings.user_agent,
+            max_bytes=settings.max_size,
+            deadline=settings.oai_deadline,
+        )
+
     def identify(self) -> EndpointInfo:
         """The repository's self-description (§4.2), checked for what harvesting needs."""
         response = self.sickle.harvest(verb="Identify")
@@ -367,18 +391,23 @@ class OAIClient:
     ) -> Iterator[tuple[SafeOAIResponse, ResumptionToken]]:
         """The resumption loop (§3.5): request, yield the page, follow its token.
 
-        A token seen before would fetch a page seen before, forever: a ProtocolError.
+        Each page is judged by a :class:`ListGuard` before it is yielded: a list that would
+        not end raises ProtocolError instead.
         """
-        used: set[str] = set()
+        guard = ListGuard()
         while True:
             response = self.sickle.harvest(verb=verb, **args)
             resumption = _resumption(response, verb)
-            if resumption.token in used:
-                raise ProtocolError(f"{response.exchange.url}: resumptionToken repeats a loop")
+            identifiers = (e.text or "" for e in response.xml.iterfind(_IDENTIFIERS[verb]))
+            guard.check(
+                response.exchange.url,
+                identifiers,
+                resumption.token,
+                resumption.complete_list_size,
+            )
             yield response, resumption
             if resumption.token is None:
                 return
-            used.add(resumption.token)
             args = {"resumptionToken": resumption.token}
 
     def close(self) -> None:

@@ -14,7 +14,8 @@ An OAI-PMH response is untrusted input, so the client's HTTP is our own rather t
   their class.
 - **Size and time**: the body is read streamed up to ``max_bytes`` (also after gzip/deflate
   decoding, so a compression bomb costs no more than that), with connect/read timeouts and
-  an overall deadline per response.
+  an overall deadline per request, its retries and their waits included: a body read as it
+  arrives, so a server trickling one byte a second is stopped at the deadline too.
 - **Retries** (§3.1.2.2): 429, 5xx, resets and timeouts are retried up to ``max_retries``
   times with exponential back-off and jitter, honouring ``Retry-After`` as delta-seconds or
   as an HTTP-date, each wait capped at ``max_wait``; then :class:`TransientFetchError`.
@@ -203,13 +204,13 @@ class Http:
 
     def get(self, url: str, params: dict[str, str]) -> HttpExchange:
         """The exchange for ``url?params``, after retrying transient failures."""
-        attempt = 0
+        attempt, deadline = 0, time.monotonic() + self.limits.deadline
         while True:
             try:
-                return self._attempt(url, params)
+                return self._attempt(url, params, deadline)
             except TransientFetchError as error:
                 delay = self._retry_delay(attempt, error)
-                if delay is None:
+                if delay is None or time.monotonic() + delay >= deadline:
                     raise TransientFetchError(
                         f"{error} (gave up after {attempt + 1} attempts)", error.retry_after
                     ) from error
@@ -224,22 +225,23 @@ class Http:
         wanted = None if error.retry_after is None else min(error.retry_after, cap)
         return backoff_delay(attempt, wanted, base=self.limits.backoff, cap=cap, rng=self._rng)
 
-    def _attempt(self, url: str, params: dict[str, str] | None) -> HttpExchange:
+    def _attempt(self, url: str, params: dict[str, str] | None, deadline: float) -> HttpExchange:
         for _hop in range(MAX_REDIRECTS + 1):
             started = self._clock()
-            response = self._send(url, params)
+            response = self._send(url, params, deadline)
             with closing(response):
                 location = response.headers.get("Location")
                 if response.status_code not in _REDIRECT_STATUSES or not location:
-                    return self._receive(response, started)
+                    return self._receive(response, started, deadline)
             url, params = urljoin(response.url, location), None
             if urlsplit(url).scheme not in ("http", "https"):
                 raise PermanentFetchError(f"redirect to a non-HTTP URL: {url}")
         raise PermanentFetchError(f"more than {MAX_REDIRECTS} redirects from {url}")
 
-    def _send(self, url: str, params: dict[str, str] | None) -> requests.Response:
+    def _send(self, url: str, params: dict[str, str] | None, deadline: float) -> requests.Response:
         headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
-        timeout = (self.limits.timeout, self.limits.timeout)
+        wait = max(0.001, min(self.limits.timeout, deadline - time.monotonic()))
+        timeout = (wait, wait)
         try:
             return self.session.get(
                 url,
@@ -256,7 +258,9 @@ class Http:
         except requests.RequestException as exc:
             raise PermanentFetchError(f"cannot request {url}: {exc}") from exc
 
-    def _receive(self, response: requests.Response, started: datetime) -> HttpExchange:
+    def _receive(
+        self, response: requests.Response, started: datetime, deadline: float
+    ) -> HttpExchange:
         url, status = response.url, response.status_code
         if status == 429 or 500 <= status < 600:
             header = response.headers.get("Retry-After")
@@ -264,7 +268,7 @@ class Http:
             raise TransientFetchError(f"HTTP {status} {response.reason} from {url}", wait)
         if not 200 <= status < 300:
             raise PermanentFetchError(f"HTTP {status} {response.reason} from {url}", status)
-        body = self._read_body(response)
+        body = self._read_body(response, deadline)
         coding = response.headers.get("Content-Encoding")
         version = response.raw.version  # http.client's 10 or 11
         return HttpExchange(
@@ -280,15 +284,16 @@ class Http:
             started=started,
         )
 
-    def _read_body(self, response: requests.Response) -> bytes:
+    def _read_body(self, response: requests.Response, deadline: float) -> bytes:
         url, limit = response.url, self.limits.max_bytes
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > limit:
             raise ProtocolError(f"{url}: response of {declared} bytes exceeds {limit}")
         chunks: list[bytes] = []
-        size, deadline = 0, time.monotonic() + self.limits.deadline
+        size = 0
         try:
-            for chunk in response.raw.stream(CHUNK_SIZE, decode_content=False):
+            # read1: whatever has arrived, so that the deadline is checked as bytes trickle in
+            while chunk := response.raw.read1(CHUNK_SIZE, decode_content=False):
                 size += len(chunk)
                 if size > limit:
                     raise ProtocolError(f"{url}: response exceeds {limit} bytes")

@@ -32,7 +32,8 @@ class HarvestSettings:
     per_host: int = 8
     delay: float = 0.0  # seconds between requests to one host
     max_time: float | None = None
-    max_size: int = 100 * 1024 * 1024
+    max_size: int = 100 * 1024 * 1024  # a resource is truncated past it, an OAI-PMH page refused
+    oai_deadline: float = 300.0  # seconds one OAI-PMH request may take, its retries included
     warc_max_size: int = 1_000_000_000
     durable: bool = False  # fsync every WARC group (power-loss safety, ~4 ms a resource)
     user_agent: str = USER_AGENT

@@ -23,6 +23,7 @@ from harvester.settings import load_settings
 from harvester.state import HarvestState
 from server_module.index import FileIndex
 from tests.conftest import start_provider
+from tests.faulty_provider import start_faulty
 from tests.schemas import assert_valid
 from tests.servers import RunningServer
 from tests.sites import Manifest, make_site
@@ -252,23 +253,9 @@ def test_sigkill_at_any_moment_then_rerun_finishes(
         assert check.returncode == 0
 
 
-def _faulty(site: Manifest, tmp_path: Path, fault: str) -> RunningServer:
-    from tests.servers import start_wsgi
-
-    kwargs = {
-        "fault": fault,
-        "docroot": str(site.root),
-        "base_url": "http://{host}:{port}",
-        "index_path": str(tmp_path / "fi.sqlite"),
-        "refresh_interval": 0,
-        "page_size": 9,
-    }
-    return start_wsgi("tests.faulty_provider:faulty", kwargs, ready_path="/oai?verb=Identify")
-
-
 def test_refused_token_restarts_the_list(tmp_path: Path) -> None:
     site = make_site(tmp_path / "www", pages=40, seed=5)
-    with _faulty(site, tmp_path, "token-refused-once") as server:
+    with start_faulty(site.root, tmp_path, "token-refused-once") as server:
         summary = harvest(server, tmp_path / "out")
     assert summary["coverage"] == 1.0 and summary["fetched"] == len(site.public)
 
@@ -277,7 +264,7 @@ def test_refused_token_restarts_the_list(tmp_path: Path) -> None:
 def test_bad_xml_is_a_clear_error_and_the_state_stays(tmp_path: Path, fault: str, capsys) -> None:  # type: ignore[no-untyped-def]
     site = make_site(tmp_path / "www", pages=40, seed=5)
     out = tmp_path / "out"
-    with _faulty(site, tmp_path, fault) as server:
+    with start_faulty(site.root, tmp_path, fault) as server:
         assert main(["harvest", server.url, "--out", str(out), "--quiet"]) == 1
         error = capsys.readouterr().err
     assert error.startswith("harvester: ") and error.count("\n") == 1

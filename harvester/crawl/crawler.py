@@ -95,7 +95,7 @@ class Crawler:
     async def _sitemap_seeds(self) -> list[str]:
         urls: list[str] = []
         for seed in dict.fromkeys(_origin(s) for s in self.seeds):
-            urls += await sitemap_urls(self.fetcher, seed)
+            urls += await sitemap_urls(self.fetcher, seed, self.frontier.scope.on_site)
         return urls
 
     async def _wait(self, running: set[asyncio.Task[None]], now: float, *, full: bool) -> None:

@@ -59,13 +59,18 @@ class Frontier:
         return count
 
     def seed(self, urls: Iterable[str]) -> int:
-        """Queue start URLs (depth 0, each with its seed policy); returns how many were new."""
+        """Queue start URLs (depth 0, each with its seed policy); returns how many were new.
+
+        Seeds pass the scope and trap rules as links do: a seed refused is logged, not queued.
+        """
         rows = []
         for raw in urls:
             try:
                 url = canonicalize(raw)
             except ValueError:
                 log.warning("ignoring the seed %r: not an http(s) URL", raw)
+                continue
+            if self.scope.refusal(url, 0) is not None:
                 continue
             policy = self.policies.for_seed(url)
             if self.seen.add_if_new(url):

@@ -1,6 +1,11 @@
 """What the crawl may fetch: the seeds' hosts, ``--include``/``--exclude`` regexes, a depth
 limit, and the trap rules (over-long URLs, deep or repeating paths, endless query spaces).
 
+Every URL the crawl would fetch passes here, whatever named it: a link, a redirect, a seed
+(SITE_URL, ``--seed``, a policy's seeds) or a site's sitemap. Sitemap files themselves, like
+robots.txt, are prerequisites rather than pages: they are read only from the seeds' hosts
+(:meth:`Scope.on_site`), however robots.txt or a sitemap index names them.
+
 A refused URL is logged once with its reason and counted, never silently dropped.
 """
 
@@ -35,6 +40,13 @@ class Scope:
         self.variants = QueryVariantCounter(self.traps.max_query_variants_per_path)
         self.refused: Counter[str] = Counter()
 
+    def on_site(self, url: str) -> bool:
+        """Whether ``url`` is on one of the seeds' hosts (an unparsable URL is not)."""
+        try:
+            return host_of(url) in self.hosts
+        except ValueError:
+            return False
+
     def refusal(self, url: str, depth: int) -> str | None:
         """Why ``url`` is out of scope, or None when it may be crawled."""
         reason = self._reason(url, depth)
@@ -46,7 +58,7 @@ class Scope:
         return reason
 
     def _reason(self, url: str, depth: int) -> str | None:
-        if host_of(url) not in self.hosts:
+        if not self.on_site(url):
             return "off-site: another host"
         if depth > self.max_depth:
             return f"depth: more than {self.max_depth} links from a seed"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urljoin
 
 from lxml import etree
@@ -26,8 +26,14 @@ MAX_URLS = 50_000  # per sitemap, as the protocol allows
 MAX_INFLATED = 50 * 1024 * 1024  # the protocol's limit for an uncompressed sitemap
 
 
-async def sitemap_urls(fetcher: Fetcher, site_url: str) -> list[str]:
-    """Every page URL the site's sitemaps name, in the order found (duplicates dropped)."""
+async def sitemap_urls(
+    fetcher: Fetcher, site_url: str, allowed: Callable[[str], bool]
+) -> list[str]:
+    """Every page URL the site's sitemaps name, in the order found (duplicates dropped).
+
+    Only sitemaps whose URL is ``allowed`` are read: robots.txt and sitemap indexes may name
+    any host. The page URLs are returned unfiltered; the caller's scope judges them.
+    """
     todo = await _starting_points(fetcher, site_url)
     seen_maps: set[str] = set()
     pages: dict[str, None] = {}
@@ -36,6 +42,9 @@ async def sitemap_urls(fetcher: Fetcher, site_url: str) -> list[str]:
         if url in seen_maps:
             continue
         seen_maps.add(url)
+        if not allowed(url):
+            log.info("not reading the sitemap %s: not on the crawl's hosts", url)
+            continue
         children, found = await _read(fetcher, url)
         todo.extend(children)
         pages.update(dict.fromkeys(found))
