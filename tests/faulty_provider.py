@@ -91,7 +91,9 @@ def faulty(fault: str, **kwargs: Any) -> WSGIApp:
         seen["lists"] += 1
         environ = {**environ, "HTTP_ACCEPT_ENCODING": "identity"}  # bodies the faults can edit
         if fault.startswith("token-") and fault != "token-refused-once":
-            body = _token_fault(fault, seen["lists"], b"".join(app(environ, _ignored)), aliases)
+            body = _token_fault(
+                fault, seen["lists"], b"".join(app(environ, start_response_ignored)), aliases
+            )
             return _send(start_response, body)
         if not token:
             return app(environ, start_response)
@@ -107,17 +109,17 @@ def _page_fault(
     if fault == "token-refused-once" and count == 2:
         return _send(start_response, BAD_TOKEN)
     if fault == "truncated-second-page":
-        body = b"".join(app(environ, _ignored))
+        body = b"".join(app(environ, start_response_ignored))
         return _send(start_response, body[: len(body) // 2])
     if fault == "entity-second-page":
         return _send(start_response, XXE)
     if fault == "laughs-second-page":
         return _send(start_response, LAUGHS)
     if fault == "oversized-second-page":
-        body = b"".join(app(environ, _ignored))
+        body = b"".join(app(environ, start_response_ignored))
         return _send(start_response, body + b"<!--" + b" " * PADDING + b"-->")
     if fault == "trickle-second-page":
-        body = b"".join(app(environ, _ignored))
+        body = b"".join(app(environ, start_response_ignored))
         start_response("200 OK", [("Content-Type", "text/xml"), ("Content-Length", str(len(body)))])
         return _trickle(body[:TRICKLE_BYTES])
     return app(environ, start_response)
@@ -147,7 +149,7 @@ def _trickle(body: bytes) -> Iterator[bytes]:
         yield bytes([byte])
 
 
-def _ignored(status: str, headers: list[tuple[str, str]], exc: Any = None) -> None:
+def start_response_ignored(status: str, headers: list[tuple[str, str]], exc: Any = None) -> None:
     return None
 
 
