@@ -15,4 +15,4 @@ __all__ = ["IndexSchemaError"]
 
 
 class IndexSchemaError(RuntimeError):
-    """The index file was written by an incompatible version of :mod:`server_module.index`."""
+    """The index file has a schema version other than :mod:`server_module.indexschema`'s."""

@@ -10,8 +10,8 @@ learns both.
 A retired identifier keeps a row of the ``files`` table (so lists, counts and GetRecord need
 nothing new) under the relative path ``RETIRED + identifier``: no file name holds a NUL byte,
 so no file of the walk ever matches it. An identifier that comes back into use (the base URL
-changed back) is a live item again. Called by :class:`~server_module.index.FileIndex` inside
-its write transaction; like that module, this one speaks SQL.
+changed back) is a live item again. Called inside a write transaction of
+:mod:`server_module.indexwriter`; like that module, this one speaks SQL.
 """
 
 from __future__ import annotations

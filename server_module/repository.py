@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from server_module.formats import FormatContext, FormatRegistry, MetadataFormat
-from server_module.index import FileIndex, Snapshot
+from server_module.index import FileIndex
 from server_module.oai import render
 from server_module.oai.errors import (
     BadResumptionToken,
@@ -35,6 +35,7 @@ from server_module.oai.tokens import ListState, TokenCodec
 from server_module.pagecache import Page, PageCache
 from server_module.records import FileRecord
 from server_module.settings import ProviderSettings
+from server_module.snapshot import Selection, Snapshot
 
 log = logging.getLogger(__name__)
 Pairs = Sequence[tuple[str, str]]
@@ -160,13 +161,7 @@ class Repository:
         state, limit = self._list_state(request, now), self.settings.page_size
         with self.index.snapshot(settled=state.total < 0) as snap:
             state = self._counted(state, snap)
-            rows = snap.headers(
-                start=state.from_,
-                until=state.until,
-                set_spec=state.set_spec,
-                after=state.after,
-                limit=limit + 1,
-            )
+            rows = snap.headers(_selection(state), limit=limit + 1)
         page = rows[:limit]
         _require(page)
         return self._list_page(
@@ -184,13 +179,7 @@ class Repository:
         fmt = self._format(state.metadata_prefix)
         with self.index.snapshot(settled=state.total < 0) as snap:
             state = self._counted(state, snap)
-            recs = snap.records(
-                start=state.from_,
-                until=state.until,
-                set_spec=state.set_spec,
-                after=state.after,
-                limit=limit + 1,
-            )
+            recs = snap.records(_selection(state), limit=limit + 1)
         parts: list[str] = []
         budget = self.settings.page_bytes
         for rec in recs[:limit]:
@@ -226,7 +215,7 @@ class Repository:
         """Count the list once, at its first page; an empty list is noRecordsMatch (§3.6)."""
         if state.total >= 0:
             return state
-        total = snap.count(start=state.from_, until=state.until, set_spec=state.set_spec)
+        total = snap.count(Selection(state.from_, state.until, state.set_spec))
         if total == 0:
             raise NoRecordsMatch("No item matches these arguments")
         return replace(state, total=total)
@@ -252,6 +241,11 @@ class Repository:
         token = self.codec.encode(nxt)
         element = render.resumption_token(token, total, state.cursor, self.codec.expires(nxt))
         return Page(render.list_body(verb, items, element), token)
+
+
+def _selection(state: ListState) -> Selection:
+    """The rows of the list that remain after its last page."""
+    return Selection(state.from_, state.until, state.set_spec, state.after)
 
 
 def _header(rec: FileRecord) -> str:

@@ -12,6 +12,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
 
@@ -29,6 +30,7 @@ from server_module.index import (
 )
 from server_module.records import FileRecord, make_identifier
 from server_module.scan import Scanner
+from server_module.snapshot import Selection
 from tests.sites import NON_UTF8_NAME, Manifest, make_site
 
 BASE = "http://example.org/site"
@@ -251,7 +253,9 @@ def test_copy_with_old_mtime_gets_the_refresh_time(
     assert record.datestamp == T0 + 3600
     assert record.mtime_ns == (T0 - 10 * 365 * 86400) * 10**9
     with idx.snapshot() as snap:
-        assert [h[0] for h in snap.headers(start=T0 + 1, limit=10)] == [record.identifier]
+        assert [h[0] for h in snap.headers(Selection(start=T0 + 1), limit=10)] == [
+            record.identifier
+        ]
 
 
 @pytest.mark.parametrize("window", [None, 0])
@@ -322,8 +326,12 @@ def test_deletion_is_persistent_and_a_return_is_a_new_version(
     assert refresh(idx).deleted == 0  # already deleted rows are left alone
     assert by_path(idx)["images/pic0.png"].datestamp == T0 + 10
     with idx.snapshot() as snap:
-        assert snap.count(set_spec="image:png") == len([p for p in site.public if ".png" in p])
-        assert gone.identifier in {h[0] for h in snap.headers(set_spec="image", limit=100)}
+        assert snap.count(Selection(set_spec="image:png")) == len(
+            [p for p in site.public if ".png" in p]
+        )
+        assert gone.identifier in {
+            h[0] for h in snap.headers(Selection(set_spec="image"), limit=100)
+        }
     (site.root / "images/pic0.png").write_bytes(data)
     clock.now += 10
     assert refresh(idx).added == 1
@@ -377,10 +385,10 @@ def test_kill_during_refresh_leaves_the_old_state(idx: FileIndex, site: Manifest
     # The counts are kept after every row is written, before the commit.
     script = (
         "import os, signal, sys\n"
-        "from server_module import index\n"
+        "from server_module import index, indexwriter\n"
         "def kill(conn):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "index._store_counts = kill\n"
+        "indexwriter._store_counts = kill\n"
         "with index.FileIndex(sys.argv[1], sys.argv[2], sys.argv[3]) as i:\n"
         "    i.refresh()\n"
     )
@@ -431,14 +439,13 @@ def test_keyset_pages_list_every_row_once_in_order(
     pages: list[list[tuple[str, int, int, str]]] = []
     after: tuple[int, str] | None = None
     with idx.snapshot() as snap:
-        total = snap.count(start=start, until=until, set_spec=set_spec)
-        while page := snap.headers(
-            start=start, until=until, set_spec=set_spec, after=after, limit=limit
-        ):
+        whole = Selection(start, until, set_spec)
+        total = snap.count(whole)
+        while page := snap.headers(replace(whole, after=after), limit=limit):
             pages.append(page)
             after = (page[-1][1], page[-1][0])
             assert len(pages) <= total, "pagination does not advance"
-        full = snap.records(start=start, until=until, set_spec=set_spec, limit=EVERYTHING)
+        full = snap.records(whole, limit=EVERYTHING)
     assert all(len(page) <= limit for page in pages)
     assert [row for page in pages for row in page] == want
     assert total == len(want) > 0
@@ -448,12 +455,12 @@ def test_keyset_pages_list_every_row_once_in_order(
 def test_sets_follow_the_mime_hierarchy(idx: FileIndex, site: Manifest) -> None:
     refresh(idx)
     with idx.snapshot() as snap:
-        text = snap.headers(set_spec="text", limit=EVERYTHING)
-        html = snap.headers(set_spec="text:html", limit=EVERYTHING)
+        text = snap.headers(Selection(set_spec="text"), limit=EVERYTHING)
+        html = snap.headers(Selection(set_spec="text:html"), limit=EVERYTHING)
         specs = snap.set_specs()
-        assert snap.count(set_spec="text") == len(text)
-        assert snap.count(set_spec="nothing") == 0
-        assert snap.headers(set_spec="text:htm", limit=10) == []
+        assert snap.count(Selection(set_spec="text")) == len(text)
+        assert snap.count(Selection(set_spec="nothing")) == 0
+        assert snap.headers(Selection(set_spec="text:htm"), limit=10) == []
     assert {h[3] for h in text} == {"text/html", "text/plain", "text/css"}
     assert {h[3] for h in html} == {"text/html"}
     assert len(html) == len([p for p in site.public if p.endswith(".html")])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from server_module.index import FileIndex
 from server_module.records import FileRecord
+from server_module.snapshot import Selection
 from tests.sites import Manifest, make_site
 from tests.test_index import EVERYTHING, T0, Clock, records, refresh
 
@@ -61,7 +62,7 @@ def test_changing_back_revives_the_old_identifiers(tmp_path: Path) -> None:
     index = _open(path, site, OLD, T0 + 9)
     listed = _by_id(index)
     with index.snapshot() as snap:
-        assert len(snap.records(start=T0 + 9, limit=EVERYTHING)) == 2 * len(first)
+        assert len(snap.records(Selection(start=T0 + 9), limit=EVERYTHING)) == 2 * len(first)
     index.close()
     assert {i for i, r in listed.items() if not r.deleted} == set(first)
     assert {i.replace(OLD, NEW, 1) for i in first} == {i for i, r in listed.items() if r.deleted}
