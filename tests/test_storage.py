@@ -4,6 +4,7 @@ implementation supports."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from coop_common.exitcode import ExitCode
 from harvester.exceptions import StateURLError
 from harvester.settings import load_settings
 from harvester.storage import open_state
+from harvester.storage.protocol import ACTIVE, Due, ListKey, ListPosition
 from harvester.storage.sqlite.state import SQLiteState
 from tests.conftest import start_provider
 from tests.sites import make_site
@@ -74,3 +76,46 @@ def test_the_state_flag_puts_the_state_where_it_names(tmp_path: Path) -> None:
     assert not (out / "state.sqlite").exists()
     with SQLiteState(state) as opened:
         assert opened.counts(server.url) == {"archived": len(site.public)}
+
+
+@pytest.mark.parametrize("attempts", [1, 2, 3])
+def test_a_failed_resource_is_due_after_a_wait_that_doubles(tmp_path: Path, attempts: int) -> None:
+    """The protocol's ``Due`` rule, ``delay * 2 ** (attempts - 1)`` after the last failure,
+    as the SQLite state's portable SQL computes it (no scalar MAX)."""
+    delay = 100.0
+    with SQLiteState(tmp_path / "state.sqlite") as state:
+        state.add_pending(SITE, [SITE + "a", SITE + "b"])
+        before = time.time()
+        for _ in range(attempts):
+            state.mark_failed(SITE + "a", "HTTP 503")
+        after = time.time()
+        wait = delay * 2 ** (attempts - 1)
+
+        def due_at(now: float) -> list[str]:
+            return [r.url for r in state.resources(SITE, ACTIVE, due=Due(now, delay))]
+
+        assert due_at(before + wait - 1) == [SITE + "b"]
+        assert due_at(after + wait) == [SITE + "a", SITE + "b"]
+        assert state.count(SITE, ACTIVE, due=Due(after + wait, delay)) == 2
+
+
+@pytest.mark.parametrize(
+    ("oldest", "bound"),
+    [
+        (None, "2024-05-01T00:00:00Z"),  # nothing waits: the list's own responseDate
+        ("2024-04-01T00:00:00Z", "2024-04-01T00:00:00Z"),  # held back to what still waits
+        ("2024-06-01T00:00:00Z", "2024-05-01T00:00:00Z"),  # never past the list's start
+    ],
+)
+def test_a_listed_list_advances_to_its_start_held_back(
+    tmp_path: Path, oldest: str | None, bound: str
+) -> None:
+    key, idle = ListKey("http://p/oai", "text", "oai_dc"), ListKey("http://p/oai", None, "oai_dc")
+    with SQLiteState(tmp_path / "state.sqlite") as state:
+        for k in (key, idle):
+            state.lists.start(k, None)
+        state.record_page(SITE, [], key, None, "2024-05-01T00:00:00Z")
+        state.lists.finish(key)
+        state.lists.advance([key, idle], oldest)
+        assert state.lists.position(key) == ListPosition(bound, None, None, None, "idle")
+        assert state.lists.position(idle).harvested_until is None  # it was never listed
