@@ -12,25 +12,28 @@ The state stores three things, one protocol each:
 - :class:`FrontierStore`: the crawl's every queued URL, with depth, policy, scores and
   discovery order, so a crawl killed at any moment resumes with nothing lost.
 
-Transactions and batches. Each call that writes is atomic on its own (one statement, or one
-transaction of its own): a harvester killed at any moment leaves the state as it was after
-the last call that returned. These calls hold a transaction of their own:
+Transactions and batches. A call that writes one statement is atomic on its own, so a
+harvester killed at any moment leaves the state as it was after the last such call. These
+calls hold a transaction of their own:
 
 - :meth:`ResourceStore.record_page`: a page's resources and the list's position after it;
+- :meth:`ResourceStore.add_pending`: every URL given;
 - :meth:`FrontierStore.requeue_done`: the frontier and the resources of a new crawl cycle;
 - :meth:`ListStore.advance`: every list's next bound.
 
 Calls that must be atomic together are wrapped by the caller in ``with state.transaction():``,
-which commits all of the block or none of it; transactions do not nest, so the calls above
-are never made inside one. The crawl wraps a page's mark (:meth:`ResourceStore.mark_archived`,
-``mark_failed`` or ``mark_gone``), its :meth:`FrontierStore.dequeue` and its outlinks'
-:meth:`FrontierStore.enqueue` (each row with its pending resource) in one.
+which commits all of the block or none of it; neither transactions nor batches nest, so the
+calls above are never made inside either. :meth:`FrontierStore.enqueue` writes each row and
+its pending resource as separate statements: atomic only inside the caller's transaction. The
+crawl wraps a page's mark (:meth:`ResourceStore.mark_archived`, ``mark_failed`` or
+``mark_gone``), its :meth:`FrontierStore.dequeue` and its outlinks'
+:meth:`FrontierStore.enqueue` in one.
 
 ``with state.batch():`` shares one commit among many calls, each whole on its own: a failure
 inside keeps what was done before it (only the commit is shared; nothing is rolled back). The
-fetch loop marks up to 256 resources per batch, the didl strategy a page's. A resource is
-marked archived only after its WARC records were written out, and a list's next ``from``
-never passes a listed resource still pending.
+fetch loop marks up to ``harvest.COMMIT_EVERY`` resources per batch, the didl strategy a
+page's. A resource is marked archived only after its WARC records were written out, and a
+list's next ``from`` never passes a listed resource still pending.
 
 An implementation for many workers on one job (PostgreSQL) keeps these promises per call and
 per block, and may add leases; the SQLite one allows one harvester per collection, which
