@@ -287,7 +287,7 @@ BUCKETS: list[tuple[str, str, tuple[str, ...]]] = [
     ("other WARC record building and writing (warcio)", "path",
      ("harvester/archive/warc.py", "harvester/archive/recorder.py")),
     ("link extraction", "path", ("harvester/crawl/links.py", "harvester/crawl/bodytext.py")),
-    ("SQLite state", "path", ("harvester/state.py",)),
+    ("SQLite state", "path", ("harvester/storage/",)),
     ("HTTP fetch (aiohttp)", "path", ("harvester/fetch.py",)),
     ("seen-URL test", "path",
      ("harvester/crawl/seen.py", "harvester/crawl/clockcache.py",

@@ -41,7 +41,7 @@ from yarl import URL
 
 from bench.harness import Report, median, run_child
 from harvester.settings import HarvestSettings
-from harvester.state import HarvestState
+from harvester.storage.sqlite.state import SQLiteState
 from server_module.index import FileIndex
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
 from tests.sites import Manifest, make_site
@@ -200,7 +200,7 @@ class Known:
 
 def known_urls(out: Path, site: str) -> list[Known]:
     """Every URL our first harvest archived, with the validators it got."""
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         return [Known(r.url, r.etag, r.last_modified) for r in state.resources(site, ("archived",))]
 
 
@@ -376,7 +376,7 @@ def incremental(provider: Provider, manifest: Manifest, opts: Options, files: in
         got.wget.append(wget_mirror(provider, OUT / f"mirror-{run}", update=True))
     got.wget_updated = _files_since(OUT / "mirror-1", changed_at)
     got.archived = read_warcs(sorted(set(ours_warcs(OUT / "ours-1")) - before))
-    with HarvestState(OUT / "ours-1" / "state.sqlite") as state:
+    with SQLiteState(OUT / "ours-1" / "state.sqlite") as state:
         gone = state.resources(provider.url, ("deleted",))
         got.state_deleted = frozenset(relpath(r.url) for r in gone)
     return got

@@ -65,13 +65,14 @@ def cli() -> None:
 @click.option("--seen-cache", type=int, help="Crawl: seen-URL cache entries.  [default: 50000]")
 @click.option("--ignore-robots", is_flag=True, default=None)
 @click.option("--durable", is_flag=True, default=None, help="fsync every WARC group.")
+@click.option("--state", help="The state's URL.  [default: sqlite:///OUT/state.sqlite]")
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--quiet", is_flag=True, default=None)
 @click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")
 def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **flags: Any) -> int:
     """Archive SITE_URL (an http:// or https:// URL) into WARC files with a DIDL record per
     resource."""
-    from harvester.harvest import Harvest
+    from harvester.assembly import build_harvest
     from harvester.progress import ProgressReporter
     from harvester.settings import load_settings
 
@@ -81,7 +82,7 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
         raise click.UsageError(str(exc)) from exc
     _log_to(settings.log_path, settings.quiet)
     with ProgressReporter(quiet=settings.quiet) as progress:
-        summary = Harvest(settings, progress).run()
+        summary = build_harvest(settings, progress).run()
     _print_summary(summary.as_dict(), settings.json)
     return ExitCode.PARTIAL if summary.failed else ExitCode.OK
 

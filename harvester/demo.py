@@ -22,9 +22,10 @@ from pathlib import Path
 import click
 
 from coop_common.exitcode import ExitCode
-from harvester.harvest import Harvest, Summary
+from harvester.assembly import build_harvest
 from harvester.samplesite import make_site
 from harvester.settings import load_settings
+from harvester.summary import Summary
 
 MARKER = ".harvester-demo"
 
@@ -70,7 +71,7 @@ def _fresh(out: Path) -> None:
 
 def _harvest(url: str, collection: Path) -> Summary:
     settings = load_settings(site_url=url, out=collection, quiet=True, environ={})
-    return Harvest(settings).run()
+    return build_harvest(settings).run()
 
 
 def _report(title: str, summary: Summary) -> None:

@@ -22,13 +22,13 @@ from urllib.parse import urlsplit
 from harvester.exceptions import DiscoveryError, UnreachableError
 from harvester.oai import EndpointInfo, OAIClient, probe
 from harvester.settings import HarvestSettings
-from harvester.state import HarvestState
+from harvester.storage.protocol import State
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 10.0  # seconds for the connection and the TLS handshake, each
 
 
-def discover(settings: HarvestSettings, state: HarvestState) -> EndpointInfo | None:
+def discover(settings: HarvestSettings, state: State) -> EndpointInfo | None:
     """The endpoint to harvest, or None to crawl; DiscoveryError with ``--mode oai`` and none,
     UnreachableError when the site (or ``--oai``) cannot be reached."""
     reach(settings.oai or settings.site_url)

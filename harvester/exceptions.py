@@ -17,6 +17,7 @@
     ├── DiscoveryError           no OAI-PMH endpoint, and crawling is not allowed
     ├── ArchiveError             a WARC or DIDL could not be written or repaired
     ├── StateError               the state database is unusable
+    │   └── StateURLError        the state URL names no supported store (exit code 2)
     └── CollectionInUse          another run holds the collection's lock (exit code 2)
 """
 
@@ -125,6 +126,12 @@ class ArchiveError(HarvestError):
 
 class StateError(HarvestError):
     """The state database cannot be opened, is from a newer version, or is corrupt."""
+
+
+class StateURLError(StateError):
+    """``--state`` names a scheme or form no implementation supports."""
+
+    exit_code = ExitCode.USAGE
 
 
 class CollectionInUse(HarvestError):

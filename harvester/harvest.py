@@ -17,14 +17,14 @@ import time
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
+from harvester.crawl.build import CrawlerFactory
 from harvester.discovery import discover
-from harvester.exceptions import ArchiveError, FetchError
+from harvester.exceptions import FetchError
 from harvester.fetch import Fetcher, FetchResult, FetchSettings
 from harvester.listing import Lister
 from harvester.lock import CollectionLock
@@ -32,7 +32,7 @@ from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.redirects import fetch_chain
 from harvester.settings import HarvestSettings
-from harvester.state import ACTIVE, Due, HarvestState, Resource
+from harvester.storage.protocol import ACTIVE, Due, Resource, State
 from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
@@ -41,22 +41,28 @@ COMMIT_EVERY = 256  # resources whose marks share one state commit (and one WARC
 
 
 class Harvest:
-    """Build with settings, then :meth:`run`; components open and close with the run."""
+    """One run over components built apart (``assembly.py``'s :func:`build_harvest`), then
+    :meth:`run`; the state and the writer open and close with the run."""
 
-    def __init__(self, settings: HarvestSettings, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        settings: HarvestSettings,
+        *,
+        state: State,
+        writer: RotatingWARCWriter,
+        index: CdxIndex,
+        fetch_settings: FetchSettings,
+        crawler_factory: CrawlerFactory,
+        progress: Progress | None = None,
+    ) -> None:
         self.settings = settings
         self.progress = progress or (lambda summary, remaining: None)
         self.summary = Summary()
-        self.state = HarvestState(settings.state_path)
-        self.writer = RotatingWARCWriter(
-            settings.warc_dir,
-            prefix=_prefix(settings.site_url),
-            max_size=settings.warc_max_size,
-            warcinfo=self._warcinfo(),
-            durable=settings.durable,
-            on_finish=self._index_lines,
-        )
-        self.index = CdxIndex(settings.cdx_path)
+        self.state = state
+        self.writer = writer
+        self.index = index
+        self.fetch_settings = fetch_settings
+        self.crawler_factory = crawler_factory
         self.pacer = Pacer(settings.delay)
         self._list_started: float | None = None
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
@@ -99,11 +105,8 @@ class Harvest:
 
     async def _crawl(self, recorder: Recorder) -> None:
         """The link-crawling path, for sites without a provider."""
-        from harvester.crawl.build import build_crawler
-
-        async with Fetcher(self._fetch_settings()) as fetcher:
-            crawler, seen = build_crawler(
-                self.settings,
+        async with Fetcher(self.fetch_settings) as fetcher:
+            crawler, seen = self.crawler_factory(
                 self.state,
                 recorder,
                 fetcher,
@@ -154,7 +157,7 @@ class Harvest:
         due = Due(time.time(), self.settings.retry_delay)
         remaining = self.state.count(site, ACTIVE, due=due)
         todo = self.state.resources(site, ACTIVE, due=due)
-        async with Fetcher(self._fetch_settings()) as fetcher:
+        async with Fetcher(self.fetch_settings) as fetcher:
             taken = True
             while taken and not self._expired():
                 with recorder.writer.one_file(), self.state.batch():
@@ -183,15 +186,6 @@ class Harvest:
 
         await asyncio.gather(*(worker() for _ in range(self.settings.concurrency)))
         return taken > 0
-
-    def _fetch_settings(self) -> FetchSettings:
-        return FetchSettings(
-            user_agent=self.settings.user_agent,
-            per_host=self.settings.per_host,
-            total_connections=self.settings.concurrency,
-            max_size=self.settings.max_size,
-            obey_robots=not self.settings.ignore_robots,
-        )
 
     async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
         """Fetch ``res`` and the redirects it leads to on its host; archive every hop in one
@@ -258,13 +252,6 @@ class Harvest:
         """Add the WARC files the index does not cover yet (this run's, or a crashed run's)."""
         self.index.add_warcs(sorted(self.settings.warc_dir.glob("*.warc.gz")))
 
-    def _index_lines(self, warc_name: str, lines: list[str]) -> None:
-        """Index a WARC file the writer finished, from the lines it made while writing."""
-        try:
-            self.index.add_lines(warc_name, lines)
-        except ArchiveError as exc:  # _index reads the file back at the end of the run
-            log.warning("cannot index %s yet: %s", warc_name, exc)
-
     def _count(self) -> None:
         counts = self.state.counts(self.settings.site_url)
         self.summary.archived = counts.get("archived", 0) + counts.get("deleted", 0)
@@ -276,16 +263,6 @@ class Harvest:
     def _expired(self) -> bool:
         return self._deadline is not None and time.monotonic() > self._deadline
 
-    def _warcinfo(self) -> dict[str, str]:
-        from harvester import __version__
-
-        return {
-            "software": f"coop-archive-harvester/{__version__}",
-            "robots": "ignore" if self.settings.ignore_robots else "obey",
-            "isPartOf": self.settings.collection_name,
-            "description": f"OAI-PMH-driven harvest of {self.settings.site_url}",
-        }
-
 
 def _http_time(value: str | None) -> float | None:
     if not value:
@@ -294,8 +271,3 @@ def _http_time(value: str | None) -> float | None:
         return parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError):
         return None
-
-
-def _prefix(site_url: str) -> str:
-    host = urlsplit(site_url).hostname or "site"
-    return "".join(c if c.isalnum() or c in "-." else "-" for c in host)

@@ -6,7 +6,7 @@ value as mod_oai intended, archives each raw OAI-PMH exchange and each carried r
 leaves only resources given by reference to be fetched.
 
 Each set asked for (or the whole repository) is its own list, with its own incremental bound
-and position in the state (``liststate.py``): a list asks ``from`` its own last complete
+and position in the state (``harvester/storage/``): a list asks ``from`` its own last complete
 list's responseDate minus the granularity's overlap. The position is saved after every page,
 so a crash mid-list resumes that list at the saved token, lists read to their end before the
 crash are not read again, and a token the provider no longer accepts restarts the list from
@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterator
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
 from harvester.exceptions import BadResumptionToken, NoRecordsMatch
-from harvester.liststate import ListKey
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
 from harvester.settings import HarvestSettings
-from harvester.state import HarvestState, Listed
+from harvester.storage.protocol import Listed, ListKey, State
 from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
@@ -34,7 +33,7 @@ class Lister:
     def __init__(
         self,
         settings: HarvestSettings,
-        state: HarvestState,
+        state: State,
         endpoint: EndpointInfo,
         recorder: Recorder,
         summary: Summary,

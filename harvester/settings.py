@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 from coop_common import __version__
 from coop_common.settings import load
+from harvester.exceptions import StateURLError
+from harvester.storage import check_state_url
 
 ENV_PREFIX = "HARVESTER_"
 USER_AGENT = f"coop-archive-harvester/{__version__} (+https://github.com/coop-archive; archiving)"
@@ -43,6 +45,7 @@ class HarvestSettings:
     retry_delay: float = (
         900.0  # seconds before the 2nd attempt (Heritrix's retry delay), doubled after
     )
+    state: str | None = None  # the state's URL; None: sqlite:///OUT/state.sqlite
     # -- the crawl (no provider, or --mode crawl) --
     seeds: tuple[str, ...] = ()  # more start URLs besides SITE_URL
     include: tuple[str, ...] = ()  # URL regexes: when given, only matching URLs are crawled
@@ -65,8 +68,8 @@ class HarvestSettings:
         return self.out / "warcs"
 
     @property
-    def state_path(self) -> Path:
-        return self.out / "state.sqlite"
+    def state_url(self) -> str:
+        return self.state or f"sqlite:///{self.out / 'state.sqlite'}"
 
     @property
     def cdx_path(self) -> Path:
@@ -120,6 +123,11 @@ def _check(values: Mapping[str, Any]) -> None:
     for name, url in urls:
         if url is not None:
             _check_url(name, url)
+    if values.get("state") is not None:
+        try:
+            check_state_url(values["state"])
+        except StateURLError as exc:
+            raise ValueError(str(exc)) from None
 
 
 def _check_url(name: str, url: str) -> None:

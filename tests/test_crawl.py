@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pytest
 
 from harvester.archive.warc import verify_warc
-from harvester.harvest import Harvest
+from harvester.assembly import build_harvest
 from harvester.settings import load_settings
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
@@ -28,7 +28,7 @@ from tests.test_harvest import records
 
 def crawl(url: str, out: Path, **flags: object) -> dict[str, object]:
     settings = load_settings(site_url=url, out=out, quiet=True, environ={}, **flags)
-    return Harvest(settings).run().as_dict()
+    return build_harvest(settings).run().as_dict()
 
 
 def url_of(server: RunningServer, rel: str) -> str:
@@ -142,9 +142,9 @@ def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path) -> None
     assert all(
         h["WARC-Profile"].endswith("server-not-modified") for t, h, _c in new if t == "revisit"
     )
-    from harvester.state import HarvestState
+    from harvester.storage.sqlite.state import SQLiteState
 
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         assert state.get(url_of(server, gone)).status == "gone"  # type: ignore[union-attr]
     assert summary["unchanged"] >= len(site.linked) - 2
 

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.harvest import Harvest
+from harvester.assembly import build_harvest
 from harvester.settings import load_settings
 from tests.multihost import start_web
 from tests.servers import RunningServer
@@ -94,7 +94,7 @@ def crawl(hosts: list[RunningServer], tmp_path: Path, policy: str) -> list[tuple
         quiet=True,
         environ={},
     )
-    summary = Harvest(settings).run().as_dict()
+    summary = build_harvest(settings).run().as_dict()
     assert summary["failed"] == 0
     netloc = {urlsplit(server.url).netloc: h for h, server in enumerate(hosts)}
     order = []

@@ -16,11 +16,11 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive.warc import verify_warc
+from harvester.assembly import build_harvest
 from harvester.cli import main
-from harvester.harvest import Harvest
-from harvester.liststate import ListKey
 from harvester.settings import load_settings
-from harvester.state import HarvestState
+from harvester.storage.protocol import ListKey
+from harvester.storage.sqlite.state import SQLiteState
 from server_module.index import FileIndex
 from tests.conftest import start_provider
 from tests.faulty_provider import start_faulty
@@ -47,7 +47,7 @@ def records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
 
 def harvest(server: RunningServer, out: Path, **flags: object) -> dict[str, object]:
     settings = load_settings(site_url=server.url, out=out, quiet=True, environ={}, **flags)
-    return Harvest(settings).run().as_dict()
+    return build_harvest(settings).run().as_dict()
 
 
 def refresh(site: Manifest, index: Path, server: RunningServer) -> None:
@@ -271,7 +271,7 @@ def test_bad_xml_is_a_clear_error_and_the_state_stays(tmp_path: Path, fault: str
     assert (
         ("DOCTYPE" in error) if fault.startswith("entity") else ("XML" in error or "xml" in error)
     )
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         position = state.lists.position(ListKey(f"{server.url}/oai", None, "oai_dc"))
     assert position.harvested_until is None
     assert position.state == "active" and position.token  # resumes at page 2 next time
@@ -308,7 +308,7 @@ def test_a_resource_changed_after_listing_is_detected(served, tmp_path: Path) ->
     out = tmp_path / "out"
     summary = harvest(server, out)
     assert summary["changed_during"] == 1
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         res = state.get(url_of(server, "docs/with space.html"))
     assert res is not None and res.status == "archived"
 
@@ -316,7 +316,7 @@ def test_a_resource_changed_after_listing_is_detected(served, tmp_path: Path) ->
 def test_a_failure_inside_a_batch_keeps_the_steps_before_it(tmp_path: Path) -> None:
     """``batch`` only shares commits: each step is whole, as a group flushed to disk is."""
     site = "http://example.org"
-    with HarvestState(tmp_path / "state.sqlite") as state:
+    with SQLiteState(tmp_path / "state.sqlite") as state:
         state.add_pending(site, [f"{site}/a", f"{site}/b"])
         with pytest.raises(RuntimeError), state.batch():
             state.mark_failed(f"{site}/a", "first step")
@@ -324,5 +324,5 @@ def test_a_failure_inside_a_batch_keeps_the_steps_before_it(tmp_path: Path) -> N
         with pytest.raises(RuntimeError), state.transaction():
             state.mark_failed(f"{site}/b", "undone")
             raise RuntimeError("a transaction undoes everything")
-    with HarvestState(tmp_path / "state.sqlite") as state:
+    with SQLiteState(tmp_path / "state.sqlite") as state:
         assert state.counts(site) == {"failed": 1, "pending": 1}

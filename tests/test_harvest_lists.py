@@ -13,7 +13,7 @@ from typing import Any
 import requests
 
 from harvester.cli import main
-from harvester.state import HarvestState
+from harvester.storage.sqlite.state import SQLiteState
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site
 from tests.test_harvest import harvest, records, refresh, url_of
@@ -67,7 +67,7 @@ def test_a_crash_in_the_second_sets_list_resumes_that_list_only(tmp_path: Path) 
         again = _lists(read_log(tmp_path / "requests.jsonl")[before:])
     assert again and all("set" not in args for args in again), "a list was started again"
     assert "resumptionToken" in again[0]
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         counts = state.counts(server.url)
     assert summary["failed"] == 0 and counts == {"archived": summary["known"]}
 
@@ -94,7 +94,7 @@ def test_a_failed_fetch_is_retried_with_back_off_then_abandoned(tmp_path: Path) 
         time.sleep(2.2)  # the first list starts two seconds after the index was made
         first, log = run(retry_delay=0)
         assert (first["failed"], gets(log)) == (1, ["404"])
-        with HarvestState(out / "state.sqlite") as state:
+        with SQLiteState(out / "state.sqlite") as state:
             res = state.get(url_of(server, victim))
         assert res is not None and res.listed_datestamp
         time.sleep(1.1)
@@ -183,5 +183,5 @@ def test_a_schema_1_state_keeps_its_bound_for_the_lists_it_covered(tmp_path: Pat
             assert "resumptionToken" not in asked[0], "schema 1's list position was resumed"
             firsts = [(a["set"], a.get("from")) for a in asked if "resumptionToken" not in a]
             assert firsts[-1] == (sets[-1], "2020-06-01T09:59:59Z"), "the old bound was lost"
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         assert state.db.execute("SELECT value FROM meta").fetchone() == ("2",)

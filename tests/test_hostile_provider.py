@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from harvester.cli import main
-from harvester.liststate import ListKey
-from harvester.state import HarvestState
+from harvester.storage.protocol import ListKey
+from harvester.storage.sqlite.state import SQLiteState
 from tests.faulty_provider import start_faulty
 from tests.sites import make_site
 from tests.test_harvest import records, url_of
@@ -75,6 +75,6 @@ def test_hostile_provider_fails_cleanly_and_a_rerun_completes(  # type: ignore[n
     archived = {h["WARC-Target-URI"] for t, h, _c in records(out) if t in ("response", "resource")}
     assert {url_of(server, p) for p in site.public} <= archived
     prefix = "oai_didl" if strategy == "didl" else "oai_dc"
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         position = state.lists.position(ListKey(f"{server.url}/oai", None, prefix))
         assert position.state == "idle" and position.token is None and position.harvested_until

@@ -4,6 +4,7 @@ import each other."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +75,23 @@ def test_no_two_modules_import_each_other() -> None:
     # A package importing its own submodule (re-exports in __init__) is not a circle.
     pairs = [(a, b) for a, b in pairs if not b.startswith(a + ".") and not a.startswith(b + ".")]
     assert pairs == []
+
+
+SQL = re.compile(
+    r"\b(SELECT\s.+\sFROM|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM"
+    r"|CREATE\s+(TABLE|INDEX)|PRAGMA|BEGIN\s+IMMEDIATE)\b"
+)
+
+
+def test_only_the_sqlite_storage_of_the_harvester_holds_sql() -> None:
+    """The storage seam: SQL (and the sqlite3 module) in ``harvester/storage/sqlite/`` only,
+    so another implementation of ``harvester/storage/protocol.py`` replaces all of it."""
+    inside = REPO / "harvester" / "storage" / "sqlite"
+    offenders = []
+    for path in sorted((REPO / "harvester").rglob("*.py")):
+        if inside in path.parents:
+            continue
+        text = path.read_text()
+        if "execute(" in text or "import sqlite3" in text or SQL.search(text):
+            offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []

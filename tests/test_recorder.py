@@ -19,7 +19,8 @@ from harvester import harvest as harvest_module
 from harvester.archive.recorder import Recorder
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
 from harvester.fetch import Fetcher, FetchSettings
-from harvester.state import HarvestState, Resource
+from harvester.storage.protocol import Resource
+from harvester.storage.sqlite.state import SQLiteState
 from tests.servers import RunningServer, start_wsgi
 
 SITE = "http://127.0.0.1/"
@@ -40,7 +41,7 @@ def fetch(urls: list[str]):  # type: ignore[no-untyped-def]
 
 
 def resources(tmp_path: Path, urls: list[str]) -> list[Resource]:
-    with HarvestState(tmp_path / "state.sqlite") as state:
+    with SQLiteState(tmp_path / "state.sqlite") as state:
         state.add_pending(SITE, urls)
         found = [state.get(url) for url in urls]
     assert all(found)

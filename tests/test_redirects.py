@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.state import HarvestState
+from harvester.storage.sqlite.state import SQLiteState
 from tests.servers import RunningServer, start_wsgi
 from tests.test_harvest import harvest
 
@@ -78,7 +78,7 @@ def test_each_hop_is_archived_under_its_own_uri(moved: RunningServer, tmp_path: 
             f"{base}/{name}"
         ]
     assert summary["failed"] == 0
-    with HarvestState(out / "state.sqlite") as state:
+    with SQLiteState(out / "state.sqlite") as state:
         # the listed URL's state points at the start of its chain: its own response
         for name, status in (("old.html", 301), ("chain.html", 301), ("plain.html", 200)):
             res = state.get(f"{base}/{name}")

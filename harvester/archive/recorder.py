@@ -47,7 +47,7 @@ from harvester.archive.didl import (
 )
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exchange import HttpExchange
-from harvester.state import Capture, Resource
+from harvester.storage.protocol import Capture, Resource
 
 log = logging.getLogger(__name__)
 HOP_BY_HOP = {"transfer-encoding", "connection", "keep-alive"}

@@ -1,7 +1,13 @@
-"""Builds the crawl's components from the settings: the factory of the crawl path."""
+"""Builds the crawl's components from the settings: the factory of the crawl path.
+
+The crawler needs what only a run has (its open state, recorder, fetcher and summary), so the
+assembly (``harvester/assembly.py``) hands a run a :class:`CrawlerFactory` bound to the
+settings, which the run calls once those exist."""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from harvester.archive.recorder import Recorder
@@ -15,13 +21,32 @@ from harvester.crawl.seen import SeenSet
 from harvester.crawl.urls import canonicalize
 from harvester.fetch import Fetcher
 from harvester.settings import HarvestSettings
-from harvester.state import HarvestState
+from harvester.storage.protocol import State
 from harvester.summary import Progress, Summary
+
+
+class CrawlerFactory(Protocol):
+    """Builds a run's crawler and its seen-URL test (which the caller opens and closes)."""
+
+    def __call__(
+        self,
+        state: State,
+        recorder: Recorder,
+        fetcher: Fetcher,
+        summary: Summary,
+        deadline: float | None,
+        progress: Progress | None = None,
+    ) -> tuple[Crawler, SeenSet]: ...
+
+
+def crawler_factory(settings: HarvestSettings) -> CrawlerFactory:
+    """:func:`build_crawler` bound to ``settings``."""
+    return partial(build_crawler, settings)
 
 
 def build_crawler(
     settings: HarvestSettings,
-    state: HarvestState,
+    state: State,
     recorder: Recorder,
     fetcher: Fetcher,
     summary: Summary,

@@ -26,7 +26,7 @@ from harvester.crawl.scheduling import QueuedURL
 from harvester.crawl.sitemaps import sitemap_urls
 from harvester.exceptions import FetchError, PermanentFetchError, TransientFetchError
 from harvester.fetch import Fetcher, FetchResult
-from harvester.state import HarvestState, Resource
+from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class Crawler:
         site: str,
         seeds: list[str],
         *,
-        state: HarvestState,
+        state: State,
         frontier: Frontier,
         recorder: Recorder,
         fetcher: Fetcher,

@@ -21,7 +21,7 @@ from harvester.crawl.scheduling import QueuedURL, Scheduler
 from harvester.crawl.scope import Scope
 from harvester.crawl.seen import SeenSet
 from harvester.crawl.urls import canonicalize, host_of
-from harvester.state import HarvestState, QueuedRow
+from harvester.storage.protocol import QueuedRow, State
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class Frontier:
     def __init__(
         self,
         site: str,
-        state: HarvestState,
+        state: State,
         *,
         scheduler: Scheduler,
         seen: SeenSet,

@@ -4,60 +4,26 @@ Each list a run makes (one per ``--set``, or one of the whole repository) has it
 one list's ``from`` is never taken from another's responseDate: a file of the first set that
 changes while the second set is being listed is listed again by the first set's next list.
 
-A row's list is ``idle`` (no list under way), ``active`` (under way: its ``from``, the token of
-its next page, and the responseDate of its first page, saved with every page) or ``listed``
-(read to its end, its resources in the state, the run not finished). A run resumes an active
-list at its token, and does not list a ``listed`` one again. At the end of a run whose fetches
-all ran, every listed list's bound (``harvested_until``) moves to its own responseDate, held
-back to the oldest resource still waiting to be archived, and the row becomes idle again.
+A run resumes an active list at its token, and does not list a ``listed`` one again. At the
+end of a run whose fetches all ran, every listed list's bound (``harvested_until``) moves to
+its own responseDate, held back to the oldest resource still waiting to be archived, and the
+row becomes idle again (the states are described in ``harvester/storage/protocol.py``).
 
 A state of schema 1 kept one bound per site; it becomes a row with set and prefix ``*``, the
-bound of every list of that endpoint that has none of its own yet (``statemigration.py``).
+bound of every list of that endpoint that has none of its own yet (``migration.py``).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 
-ANY = "*"  # the set and prefix of a bound carried over from schema 1
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS lists (
-    endpoint TEXT NOT NULL,
-    set_spec TEXT NOT NULL,          -- '' for the whole repository
-    prefix TEXT NOT NULL,            -- the metadataPrefix listed
-    harvested_until TEXT,            -- responseDate of this key's last list archived in full
-    list_from TEXT,                  -- the list under way or listed: its from, next token and
-    list_token TEXT,                 -- the responseDate of its first page
-    list_response_date TEXT,
-    list_state TEXT NOT NULL DEFAULT 'idle',  -- idle | active | listed
-    PRIMARY KEY (endpoint, set_spec, prefix)
-);
-"""
+from harvester.storage.protocol import ListKey, ListPosition
+from harvester.storage.sqlite.schema import ANY
+from harvester.storage.sqlite.transaction import Transaction
 
 
-@dataclass(frozen=True)
-class ListKey:
-    endpoint: str
-    set_spec: str | None
-    prefix: str
-
-    @property
-    def columns(self) -> tuple[str, str, str]:
-        return self.endpoint, self.set_spec or "", self.prefix
-
-
-@dataclass(frozen=True)
-class ListPosition:
-    harvested_until: str | None  # its own bound, else the endpoint's schema-1 bound
-    from_: str | None
-    token: str | None
-    response_date: str | None
-    state: str  # idle | active | listed
-
-
-class ListState:
-    """The ``lists`` table, on the state's connection (``HarvestState.lists``)."""
+class SQLiteLists:
+    """The ``lists`` table, on the state's connection (``SQLiteState.lists``)."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
@@ -83,8 +49,9 @@ class ListState:
     def start(self, key: ListKey, from_: str | None) -> None:
         self.db.execute(
             "INSERT INTO lists (endpoint, set_spec, prefix, list_from, list_state)"
-            " VALUES (?,?,?,?,'active') ON CONFLICT DO UPDATE SET list_from=excluded.list_from,"
-            " list_token=NULL, list_response_date=NULL, list_state='active'",
+            " VALUES (?,?,?,?,'active') ON CONFLICT (endpoint, set_spec, prefix) DO UPDATE"
+            " SET list_from=excluded.list_from, list_token=NULL, list_response_date=NULL,"
+            " list_state='active'",
             (*key.columns, from_),
         )
 
@@ -106,21 +73,17 @@ class ListState:
     def advance(self, keys: list[ListKey], oldest_unarchived: str | None) -> None:
         """Each listed list's next ``from``: its own responseDate, held back to the oldest
         resource still waiting; a list that delivered nothing keeps its bound."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        oldest = oldest_unarchived
+        with Transaction(self.db):
             for key in keys:
                 self.db.execute(
                     "UPDATE lists SET harvested_until=CASE WHEN list_response_date IS NULL"
                     " THEN harvested_until WHEN ? IS NULL THEN list_response_date"
-                    " ELSE MIN(?, list_response_date) END, list_from=NULL,"
-                    " list_response_date=NULL, list_state='idle'"
+                    " WHEN ? < list_response_date THEN ? ELSE list_response_date END,"
+                    " list_from=NULL, list_response_date=NULL, list_state='idle'"
                     " WHERE endpoint=? AND set_spec=? AND prefix=? AND list_state='listed'",
-                    (oldest_unarchived, oldest_unarchived, *key.columns),
+                    (oldest, oldest, oldest, *key.columns),
                 )
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
 
     def started(self, keys: list[ListKey]) -> str | None:
         """The earliest responseDate of these lists under way or listed: when listing began."""

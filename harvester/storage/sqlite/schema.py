@@ -1,15 +1,14 @@
-"""The state's tables (``state.py``): the schema a new state file gets, and its version.
+"""The SQLite state's tables: the schema a new state file gets, and its version.
 
-A state file of an older version is brought to this one on open by ``statemigration.py``.
+A state file of an older version is brought to this one on open by ``migration.py``. The
+column types and constraints are standard SQL, so the same tables serve a PostgreSQL port.
 """
 
 from __future__ import annotations
 
-from harvester.liststate import SCHEMA as LISTS_SCHEMA
-
 SCHEMA_VERSION = 2
-SCHEMA = (
-    """
+ANY = "*"  # the set and prefix of a list bound carried over from schema 1
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sources (
     site TEXT PRIMARY KEY,
@@ -55,6 +54,15 @@ CREATE TABLE IF NOT EXISTS frontier (   -- the crawl's discovered URLs, one row 
 );
 CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (site, status, seq);
 CREATE INDEX IF NOT EXISTS resources_record ON resources (record_id);
+CREATE TABLE IF NOT EXISTS lists (
+    endpoint TEXT NOT NULL,
+    set_spec TEXT NOT NULL,          -- '' for the whole repository
+    prefix TEXT NOT NULL,            -- the metadataPrefix listed
+    harvested_until TEXT,            -- responseDate of this key's last list archived in full
+    list_from TEXT,                  -- the list under way or listed: its from, next token and
+    list_token TEXT,                 -- the responseDate of its first page
+    list_response_date TEXT,
+    list_state TEXT NOT NULL DEFAULT 'idle',  -- idle | active | listed
+    PRIMARY KEY (endpoint, set_spec, prefix)
+);
 """
-    + LISTS_SCHEMA
-)

@@ -1,0 +1,280 @@
+"""The storage seam: what the harvester asks of its state, and the values it gets back.
+
+A state is opened from a URL (:func:`harvester.storage.open_state`); the SQLite implementation
+(``harvester/storage/sqlite/``) is the only one today. Everything else in the harvester talks
+to a state through :class:`State` and these frozen values, never in SQL.
+
+The state stores three things, one protocol each:
+
+- :class:`SourceStore`: per site, its endpoint; per list (endpoint, set, metadataPrefix), its
+  bound and position (:class:`ListStore`);
+- :class:`ResourceStore`: per resource what was listed, what was archived and where;
+- :class:`FrontierStore`: the crawl's every queued URL, with depth, policy, scores and
+  discovery order, so a crawl killed at any moment resumes with nothing lost.
+
+Transactions and batches. A call that writes one statement is atomic on its own, so a
+harvester killed at any moment leaves the state as it was after the last such call. These
+calls hold a transaction of their own:
+
+- :meth:`ResourceStore.record_page`: a page's resources and the list's position after it;
+- :meth:`ResourceStore.add_pending`: every URL given;
+- :meth:`FrontierStore.requeue_done`: the frontier and the resources of a new crawl cycle;
+- :meth:`ListStore.advance`: every list's next bound.
+
+Calls that must be atomic together are wrapped by the caller in ``with state.transaction():``,
+which commits all of the block or none of it; neither transactions nor batches nest, so the
+calls above are never made inside either. :meth:`FrontierStore.enqueue` writes each row and
+its pending resource as separate statements: atomic only inside the caller's transaction. The
+crawl wraps a page's mark (:meth:`ResourceStore.mark_archived`, ``mark_failed`` or
+``mark_gone``), its :meth:`FrontierStore.dequeue` and its outlinks'
+:meth:`FrontierStore.enqueue` in one.
+
+``with state.batch():`` shares one commit among many calls, each whole on its own: a failure
+inside keeps what was done before it (only the commit is shared; nothing is rolled back). The
+fetch loop marks up to ``harvest.COMMIT_EVERY`` resources per batch, the didl strategy a
+page's. A resource is marked archived only after its WARC records were written out, and a
+list's next ``from`` never passes a listed resource still pending.
+
+An implementation for many workers on one job (PostgreSQL) keeps these promises per call and
+per block, and may add leases; the SQLite one allows one harvester per collection, which
+``harvester/lock.py`` ensures.
+
+Resource statuses::
+
+    pending    listed (new or newer than what was archived), not yet archived
+    archived   the listed version is in the WARCs (response, revisit or resource record)
+    failed     the last attempt failed (404, 410, network); fetched again by a later run once
+               it is :class:`Due` (a wait that doubles with each failed attempt), and never
+               holding a list's ``from`` back: the state, not the list, keeps it
+    abandoned  the listed version failed ``max_attempts`` times: not fetched again until the
+               provider lists a newer version
+    deleting   listed as deleted; the deletion note is not written yet
+    deleted    the deletion note is in the WARCs; earlier captures are kept
+    gone       a crawled URL now answers 404 or 410; earlier captures are kept
+
+A list's state is ``idle`` (no list under way), ``active`` (under way: its ``from``, the token
+of its next page and the responseDate of its first page, saved with every page) or ``listed``
+(read to its end, its resources in the state, the run not finished).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+ACTIVE = ("pending", "failed")  # to be fetched (a failed one once its retry time has come)
+RETRYING = ("failed", "abandoned")
+
+
+@dataclass(frozen=True)
+class Source:
+    site: str
+    endpoint: str | None
+    granularity: str | None
+    deleted_record: str | None
+
+
+@dataclass(frozen=True)
+class ListKey:
+    endpoint: str
+    set_spec: str | None
+    prefix: str
+
+    @property
+    def columns(self) -> tuple[str, str, str]:
+        return self.endpoint, self.set_spec or "", self.prefix
+
+
+@dataclass(frozen=True)
+class ListPosition:
+    harvested_until: str | None  # its own bound, else the endpoint's bound carried over
+    from_: str | None
+    token: str | None
+    response_date: str | None
+    state: str  # idle | active | listed
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One header of a list, as the state needs it."""
+
+    url: str
+    identifier: str
+    datestamp: str
+    set_specs: tuple[str, ...]
+    deleted: bool
+
+
+@dataclass(frozen=True)
+class Resource:
+    url: str
+    oai_identifier: str | None
+    listed_datestamp: str | None
+    archived_datestamp: str | None
+    set_specs: tuple[str, ...]
+    status: str
+    etag: str | None
+    last_modified: str | None
+    payload_digest: str | None
+    sha1: str | None
+    sha256: str | None
+    record_id: str | None
+    warc_file: str | None
+    warc_offset: int | None
+    warc_length: int | None
+    warc_date: str | None
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Where and what was archived for one resource."""
+
+    record_id: str
+    warc_file: str
+    warc_offset: int
+    warc_length: int
+    warc_date: str
+    http_status: int | None
+    etag: str | None
+    last_modified: str | None
+    payload_digest: str | None
+    sha1: str | None
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class Due:
+    """Which failed resources may be fetched again at ``now``: those whose last failure was
+    at least ``delay * 2 ** (attempts - 1)`` seconds before (pending ones always are)."""
+
+    now: float
+    delay: float
+
+
+@dataclass(frozen=True)
+class QueuedRow:
+    """A frontier row: a URL the crawl has discovered and means to fetch."""
+
+    url: str
+    host: str
+    depth: int
+    policy: str
+    distance: int
+    scores: dict[str, float]
+    seq: int
+    via: str | None
+
+
+class ListStore(Protocol):
+    """Each list's bound and position (``State.lists``)."""
+
+    def position(self, key: ListKey) -> ListPosition: ...
+
+    def start(self, key: ListKey, from_: str | None) -> None: ...
+
+    def page(self, key: ListKey, token: str | None, response_date: str) -> None:
+        """The position after a page; the list's responseDate stays its first page's."""
+
+    def finish(self, key: ListKey) -> None: ...
+
+    def advance(self, keys: list[ListKey], oldest_unarchived: str | None) -> None:
+        """In one transaction, each listed list's next ``from``: its own responseDate, held
+        back to ``oldest_unarchived``; a list that delivered nothing keeps its bound."""
+
+    def started(self, keys: list[ListKey]) -> str | None:
+        """The earliest responseDate of these lists under way or listed."""
+
+
+class SourceStore(Protocol):
+    @property
+    def lists(self) -> ListStore: ...
+
+    def source(self, site: str) -> Source | None: ...
+
+    def record_endpoint(self, site: str, endpoint: str, granularity: str, deleted: str) -> None: ...
+
+
+class ResourceStore(Protocol):
+    def record_page(
+        self,
+        site: str,
+        headers: Iterable[Listed],
+        key: ListKey,
+        token: str | None,
+        response_date: str,
+    ) -> tuple[int, int]:
+        """One page of list ``key`` and the position after it, in one transaction; how many
+        resources became pending and how many deletions were noted."""
+
+    def add_pending(self, site: str, urls: Iterable[str]) -> int: ...
+
+    def resources(
+        self, site: str, statuses: tuple[str, ...], batch: int = 1000, due: Due | None = None
+    ) -> Iterator[Resource]:
+        """In URL order, read in batches of ``batch``; with ``due``, failed ones only once
+        their wait is over."""
+
+    def get(self, url: str) -> Resource | None: ...
+
+    def mark_archived(self, url: str, capture: Capture, datestamp: str | None) -> None: ...
+
+    def mark_failed(self, url: str, error: str, http_status: int | None = None) -> None: ...
+
+    def abandon(self, url: str, error: str, http_status: int | None = None) -> None: ...
+
+    def note(self, url: str, text: str) -> None: ...
+
+    def mark_deleted(self, url: str) -> None: ...
+
+    def mark_gone(self, url: str, http_status: int) -> None: ...
+
+    def remember_capture(self, url: str, capture: Capture) -> None: ...
+
+    def known_record_ids(self, record_ids: Iterable[str]) -> set[str]: ...
+
+    def count(self, site: str, statuses: tuple[str, ...], due: Due | None = None) -> int: ...
+
+    def counts(self, site: str) -> dict[str, int]: ...
+
+    def oldest_unarchived(self, site: str) -> str | None: ...
+
+
+class FrontierStore(Protocol):
+    def enqueue(self, site: str, rows: Iterable[QueuedRow]) -> list[QueuedRow]:
+        """Queue URLs never queued before, each also a pending resource; those added."""
+
+    def queued(self, site: str) -> Iterator[QueuedRow]:
+        """The queued URLs in discovery order."""
+
+    def queued_url(self, url: str) -> list[QueuedRow]: ...
+
+    def dequeue(self, url: str) -> None: ...
+
+    def rescore(self, url: str, scores: dict[str, float], policy: str) -> bool: ...
+
+    def requeue_done(self, site: str) -> int: ...
+
+    def max_seq(self, site: str) -> int: ...
+
+
+class State(SourceStore, ResourceStore, FrontierStore, Protocol):
+    """A collection's whole state; opened and closed around a run."""
+
+    url: str  # where it is, as given to open_state
+
+    def open(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> State: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One atomic step: all of the block, or none of it."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Many steps, one commit (see the module docstring)."""

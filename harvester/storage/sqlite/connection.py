@@ -1,0 +1,90 @@
+"""The SQLite state's file and connection: opening (schema, version, upgrade), transactions
+and batches, and the placeholders of its statements.
+
+Statements use the ``qmark`` paramstyle (``?``) and positional parameters only; a list of
+placeholders is made by :func:`marks`, so a port to another paramstyle changes these two.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Self
+
+from harvester.exceptions import StateError
+from harvester.storage.sqlite.migration import migrate
+from harvester.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION
+from harvester.storage.sqlite.transaction import Transaction
+
+PARAM = "?"
+
+
+def marks(count: int) -> str:
+    """``count`` placeholders, comma-separated, for an ``IN (...)`` list.
+
+    >>> marks(3)
+    '?,?,?'
+    """
+    return ",".join(PARAM * count)
+
+
+class SQLiteConnection:
+    """One state file: opened with :meth:`open` (or ``with``), closed with :meth:`close`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self._db: sqlite3.Connection | None = None
+
+    def open(self) -> None:
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process
+            self._db.executescript(SCHEMA)
+            self._check_version()
+        except sqlite3.DatabaseError as exc:
+            raise StateError(f"cannot open the state database {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise StateError("the state database is not open")
+        return self._db
+
+    def _check_version(self) -> None:
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) > SCHEMA_VERSION:
+            raise StateError(f"{self.path} was written by a newer harvester (schema {row[0]})")
+        elif int(row[0]) < SCHEMA_VERSION:
+            migrate(self.db, int(row[0]), self.path)
+
+    def transaction(self) -> Transaction:
+        """One atomic step: ``with state.transaction(): ...``."""
+        return Transaction(self.db)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many steps, one commit. Unlike a transaction, a failure inside keeps the steps
+        done before it: each is whole on its own, and only the commits are shared."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")

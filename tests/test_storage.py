@@ -1,0 +1,121 @@
+"""The state's URL (``--state``, ``state`` in the TOML file, ``HARVESTER_STATE``): where the
+state lives, the default beside the collection, and a clear usage error for a URL no
+implementation supports."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from coop_common.exitcode import ExitCode
+from harvester.exceptions import StateURLError
+from harvester.settings import load_settings
+from harvester.storage import open_state
+from harvester.storage.protocol import ACTIVE, Due, ListKey, ListPosition
+from harvester.storage.sqlite.state import SQLiteState
+from tests.conftest import start_provider
+from tests.sites import make_site
+from tests.test_cli import one_line, run
+
+SITE = "http://127.0.0.1:9/"
+
+
+def test_the_state_defaults_to_the_collection_folder(tmp_path: Path) -> None:
+    settings = load_settings(site_url=SITE, out=tmp_path / "c", environ={})
+    assert settings.state_url == f"sqlite:///{tmp_path / 'c' / 'state.sqlite'}"
+
+
+def test_the_state_url_layers_as_every_setting(tmp_path: Path) -> None:
+    toml = tmp_path / "h.toml"
+    toml.write_text('state = "sqlite:///from-file.sqlite"\n')
+    env = {"HARVESTER_STATE": "sqlite:///from-env.sqlite"}
+
+    def url(**flags: object) -> str:
+        return load_settings(site_url=SITE, out=tmp_path, **flags).state_url  # type: ignore[arg-type]
+
+    assert url(config_file=toml, environ={}) == "sqlite:///from-file.sqlite"
+    assert url(config_file=toml, environ=env) == "sqlite:///from-env.sqlite"
+    assert url(config_file=toml, environ=env, state="sqlite:///f.sqlite") == "sqlite:///f.sqlite"
+
+
+@pytest.mark.parametrize("url", ["postgresql://db/archive", "sqlite://relative", "state.sqlite"])
+def test_an_unsupported_state_url_is_refused_naming_it(url: str) -> None:
+    with pytest.raises(StateURLError, match="use sqlite:///PATH") as caught:
+        open_state(url)
+    assert url in str(caught.value) and caught.value.exit_code == ExitCode.USAGE
+    with pytest.raises(ValueError, match=url):
+        load_settings(site_url=SITE, out=Path("x"), environ={"HARVESTER_STATE": url})
+
+
+def test_an_unknown_scheme_on_the_command_line_is_one_usage_line(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = run("harvest", SITE, "--out", str(out), "--state", "postgresql://db/archive")
+    assert done.returncode == ExitCode.USAGE
+    line = one_line(done.stderr)
+    assert "postgresql://db/archive" in line and "sqlite:///PATH" in line
+    assert not out.exists()
+
+
+def test_the_state_flag_puts_the_state_where_it_names(tmp_path: Path) -> None:
+    site = make_site(tmp_path / "www", pages=6, seed=4)
+    state = tmp_path / "states" / "site.sqlite"
+    state.parent.mkdir()
+    out = tmp_path / "out"
+    with start_provider(site.root, tmp_path / "index.sqlite") as server:
+        done = run(
+            "harvest", server.url, "--out", str(out), "--quiet", "--state", f"sqlite:///{state}"
+        )
+        assert done.returncode == ExitCode.OK, done.stderr
+        again = run(
+            "harvest", server.url, "--out", str(out), "--quiet", "--state", f"sqlite:///{state}"
+        )
+        assert again.returncode == ExitCode.OK, again.stderr
+    assert "fetched=0" in again.stdout  # the second run read the first one's state
+    assert not (out / "state.sqlite").exists()
+    with SQLiteState(state) as opened:
+        assert opened.counts(server.url) == {"archived": len(site.public)}
+
+
+@pytest.mark.parametrize("attempts", [1, 2, 3])
+def test_a_failed_resource_is_due_after_a_wait_that_doubles(tmp_path: Path, attempts: int) -> None:
+    """The protocol's ``Due`` rule, ``delay * 2 ** (attempts - 1)`` after the last failure,
+    as the SQLite state's portable SQL computes it (no scalar MAX)."""
+    delay = 100.0
+    with SQLiteState(tmp_path / "state.sqlite") as state:
+        state.add_pending(SITE, [SITE + "a", SITE + "b"])
+        before = time.time()
+        for _ in range(attempts):
+            state.mark_failed(SITE + "a", "HTTP 503")
+        after = time.time()
+        wait = delay * 2 ** (attempts - 1)
+
+        def due_at(now: float) -> list[str]:
+            return [r.url for r in state.resources(SITE, ACTIVE, due=Due(now, delay))]
+
+        assert due_at(before + wait - 1) == [SITE + "b"]
+        assert due_at(after + wait) == [SITE + "a", SITE + "b"]
+        assert state.count(SITE, ACTIVE, due=Due(after + wait, delay)) == 2
+
+
+@pytest.mark.parametrize(
+    ("oldest", "bound"),
+    [
+        (None, "2024-05-01T00:00:00Z"),  # nothing waits: the list's own responseDate
+        ("2024-04-01T00:00:00Z", "2024-04-01T00:00:00Z"),  # held back to what still waits
+        ("2024-06-01T00:00:00Z", "2024-05-01T00:00:00Z"),  # never past the list's start
+    ],
+)
+def test_a_listed_list_advances_to_its_start_held_back(
+    tmp_path: Path, oldest: str | None, bound: str
+) -> None:
+    key, idle = ListKey("http://p/oai", "text", "oai_dc"), ListKey("http://p/oai", None, "oai_dc")
+    with SQLiteState(tmp_path / "state.sqlite") as state:
+        for k in (key, idle):
+            state.lists.start(k, None)
+        state.record_page(SITE, [], key, None, "2024-05-01T00:00:00Z")
+        state.lists.finish(key)
+        state.lists.advance([key, idle], oldest)
+        assert state.lists.position(key) == ListPosition(bound, None, None, None, "idle")
+        assert state.lists.position(idle).harvested_until is None  # it was never listed
