@@ -119,3 +119,39 @@ def test_a_listed_list_advances_to_its_start_held_back(
         state.lists.advance([key, idle], oldest)
         assert state.lists.position(key) == ListPosition(bound, None, None, None, "idle")
         assert state.lists.position(idle).harvested_until is None  # it was never listed
+
+
+def test_enqueue_is_all_or_nothing_even_outside_a_transaction(tmp_path: Path) -> None:
+    """A queued URL is also a pending resource: a crawl killed inside ``enqueue`` (here the
+    rows run out with an error after the first) leaves neither half behind."""
+    from harvester.storage.protocol import QueuedRow
+
+    def rows():  # type: ignore[no-untyped-def]
+        yield QueuedRow("http://h/a", "h", 0, "default", 0, {}, 1, None)
+        raise RuntimeError("killed")
+
+    with SQLiteState(tmp_path / "state.sqlite") as state:
+        with pytest.raises(RuntimeError):
+            state.enqueue("http://h/", rows())
+        assert list(state.queued("http://h/")) == []
+        assert state.get("http://h/a") is None
+        added = state.enqueue("http://h/", [QueuedRow("http://h/b", "h", 0, "d", 0, {}, 2, None)])
+        assert [r.url for r in added] == ["http://h/b"]
+        assert state.get("http://h/b") is not None
+
+
+def test_enqueue_inside_a_batch_keeps_the_steps_before_it_but_not_half_of_itself(
+    tmp_path: Path,
+) -> None:
+    from harvester.storage.protocol import QueuedRow
+
+    def rows():  # type: ignore[no-untyped-def]
+        yield QueuedRow("http://h/b", "h", 0, "default", 0, {}, 2, None)
+        raise RuntimeError("killed")
+
+    with SQLiteState(tmp_path / "state.sqlite") as state:
+        with pytest.raises(RuntimeError), state.batch():
+            state.enqueue("http://h/", [QueuedRow("http://h/a", "h", 0, "d", 0, {}, 1, None)])
+            state.enqueue("http://h/", rows())
+        assert [r.url for r in state.queued("http://h/")] == ["http://h/a"]
+        assert state.get("http://h/a") is not None and state.get("http://h/b") is None

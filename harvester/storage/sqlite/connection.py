@@ -80,6 +80,24 @@ class SQLiteConnection:
         return Transaction(self.db)
 
     @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """The statements inside take effect whole or not at all: as a transaction of their
+        own, or inside a transaction or batch already open, as a savepoint of it (so a batch,
+        which keeps the steps done before a failure, never keeps half of this one)."""
+        if not self.db.in_transaction:
+            with Transaction(self.db):
+                yield
+            return
+        self.db.execute("SAVEPOINT atomic")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK TO atomic")
+            raise
+        finally:
+            self.db.execute("RELEASE atomic")
+
+    @contextmanager
     def batch(self) -> Iterator[None]:
         """Many steps, one commit. Unlike a transaction, a failure inside keeps the steps
         done before it: each is whole on its own, and only the commits are shared."""

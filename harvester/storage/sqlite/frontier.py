@@ -20,30 +20,31 @@ class SQLiteFrontier(SQLiteConnection):
         """Queue URLs not queued before (also as pending resources); return those added."""
         added = []
         now = time.time()
-        for row in rows:
-            cur = self.db.execute(
-                "INSERT INTO frontier (url, site, host, depth, policy, distance, scores,"
-                " seq, status, via) VALUES (?,?,?,?,?,?,?,?,'queued',?)"
-                " ON CONFLICT (url) DO NOTHING",
-                (
-                    row.url,
-                    site,
-                    row.host,
-                    row.depth,
-                    row.policy,
-                    row.distance,
-                    json.dumps(row.scores),
-                    row.seq,
-                    row.via,
-                ),
-            )
-            if cur.rowcount:
-                added.append(row)
-                self.db.execute(
-                    "INSERT INTO resources (url, site, status, updated) VALUES (?,?,'pending',?)"
-                    " ON CONFLICT (url) DO UPDATE SET status='pending'",
-                    (row.url, site, now),
+        with self.atomic():
+            for row in rows:
+                cur = self.db.execute(
+                    "INSERT INTO frontier (url, site, host, depth, policy, distance, scores,"
+                    " seq, status, via) VALUES (?,?,?,?,?,?,?,?,'queued',?)"
+                    " ON CONFLICT (url) DO NOTHING",
+                    (
+                        row.url,
+                        site,
+                        row.host,
+                        row.depth,
+                        row.policy,
+                        row.distance,
+                        json.dumps(row.scores),
+                        row.seq,
+                        row.via,
+                    ),
                 )
+                if cur.rowcount:
+                    added.append(row)
+                    self.db.execute(
+                        "INSERT INTO resources (url, site, status, updated) VALUES"
+                        " (?,?,'pending',?) ON CONFLICT (url) DO UPDATE SET status='pending'",
+                        (row.url, site, now),
+                    )
         return added
 
     def queued(self, site: str) -> Iterator[QueuedRow]:
