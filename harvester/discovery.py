@@ -9,8 +9,10 @@ recorded in the state: the endpoint, its granularity and its deletedRecord polic
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from harvester.exceptions import DiscoveryError
+from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, probe
 from harvester.settings import HarvestSettings
 from harvester.state import HarvestState
@@ -38,6 +40,6 @@ def discover(settings: HarvestSettings, state: HarvestState) -> EndpointInfo | N
 
 def _identify(settings: HarvestSettings) -> EndpointInfo | None:
     if settings.oai:
-        with OAIClient(settings.oai, user_agent=settings.user_agent) as client:
+        with OAIClient(settings.oai, limits=oai_limits(settings)) as client:
             return client.identify()
-    return probe(settings.site_url, user_agent=settings.user_agent, max_retries=1)
+    return probe(settings.site_url, limits=replace(oai_limits(settings), max_retries=1))

@@ -19,10 +19,13 @@ from urllib.parse import urlsplit
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
-from harvester.archive.warc import RotatingWARCWriter, repair_open_files
+from harvester.archive.repair import repair_open_files
+from harvester.archive.warc import RotatingWARCWriter
 from harvester.discovery import discover
 from harvester.exceptions import ArchiveError, FetchError
-from harvester.fetch import Fetcher, FetchResult, FetchSettings
+from harvester.exchange import HttpExchange
+from harvester.fetch import Fetcher
+from harvester.limits import fetch_settings
 from harvester.listing import Lister
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
@@ -33,7 +36,6 @@ from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
-COMMIT_EVERY = 256  # resources whose marks share one state commit (and one WARC file)
 
 
 class Harvest:
@@ -95,7 +97,7 @@ class Harvest:
         """The link-crawling path, for sites without a provider."""
         from harvester.crawl.build import build_crawler
 
-        async with Fetcher(self._fetch_settings()) as fetcher:
+        async with Fetcher(fetch_settings(self.settings)) as fetcher:
             crawler, seen = build_crawler(
                 self.settings,
                 self.state,
@@ -137,7 +139,7 @@ class Harvest:
             self.summary.deleted += 1
 
     async def _fetch_pending(self, recorder: Recorder) -> None:
-        """Fetch every pending or failed resource, in commits of at most ``COMMIT_EVERY``.
+        """Fetch every pending or failed resource, in commits of at most ``commit_every``.
 
         A commit's resources go into one WARC file (no rotation inside), so after a crash
         every group the state does not know of is in the open file, where the reconcile step
@@ -146,7 +148,7 @@ class Harvest:
         site = self.settings.site_url
         remaining = self.state.count(site, ACTIVE)
         todo = self.state.resources(site, ACTIVE)
-        async with Fetcher(self._fetch_settings()) as fetcher:
+        async with Fetcher(fetch_settings(self.settings)) as fetcher:
             taken = True
             while taken and not self._expired():
                 with recorder.writer.one_file(), self.state.batch():
@@ -155,13 +157,13 @@ class Harvest:
     async def _fetch_some(
         self, fetcher: Fetcher, recorder: Recorder, todo: Iterator[Resource], total: int
     ) -> bool:
-        """Fetch the next resources of ``todo`` concurrently, until ``COMMIT_EVERY`` were
+        """Fetch the next resources of ``todo`` concurrently, until ``commit_every`` were
         taken, the WARC file is full or time is up; whether any was taken."""
-        taken = 0
+        taken, most = 0, self.settings.commit_every
 
         def take() -> Resource | None:
             nonlocal taken
-            if taken >= COMMIT_EVERY or recorder.writer.full() or self._expired():
+            if taken >= most or recorder.writer.full() or self._expired():
                 return None
             res = next(todo, None)
             taken += res is not None
@@ -175,15 +177,6 @@ class Harvest:
 
         await asyncio.gather(*(worker() for _ in range(self.settings.concurrency)))
         return taken > 0
-
-    def _fetch_settings(self) -> FetchSettings:
-        return FetchSettings(
-            user_agent=self.settings.user_agent,
-            per_host=self.settings.per_host,
-            total_connections=self.settings.concurrency,
-            max_size=self.settings.max_size,
-            obey_robots=not self.settings.ignore_robots,
-        )
 
     async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
         """Fetch ``res`` and the redirects it leads to on its host; archive every hop in one
@@ -209,7 +202,7 @@ class Harvest:
         else:
             self.summary.fetched += 1
 
-    def _check_stable(self, res: Resource, result: FetchResult) -> None:
+    def _check_stable(self, res: Resource, result: HttpExchange) -> None:
         """Record a resource that changed while, or since, it was listed and fetched.
 
         A body cut short of its Content-Length (``disconnect``) is fetched again next run; a

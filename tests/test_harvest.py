@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.archive.warc import verify_warc
+from harvester.archive.repair import verify_warc
 from harvester.cli import main
 from harvester.harvest import Harvest
 from harvester.settings import load_settings
