@@ -218,7 +218,7 @@ def test_sigkill_at_any_moment_then_rerun_finishes(
         strategy,
     ]
     # Both strategies mark many resources archived with one commit (a page of records, or up
-    # to COMMIT_EVERY fetches), each commit's groups in one file: rotate often, so that kills
+    # to commit_every fetches), each commit's groups in one file: rotate often, so that kills
     # land around commits and finished files too.
     monkeypatch.setenv("HARVESTER_WARC_MAX_SIZE", "60000")
     with start_provider(
