@@ -40,7 +40,7 @@ from warcio.archiveiterator import ArchiveIterator
 from yarl import URL
 
 from bench.harness import Report, median, run_child
-from harvester.settings import HarvestSettings
+from harvester.settings import defaults as harvest_defaults
 from harvester.storage.sqlite.state import SQLiteState
 from server_module.index import FileIndex
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
@@ -447,7 +447,7 @@ def scale(small: Provider, big_files: int, changes: Changes, opts: Options, work
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    defaults = HarvestSettings(site_url="", out=Path())
+    defaults = harvest_defaults()
     parser = argparse.ArgumentParser(prog="python -m bench harvest", description=__doc__)
     parser.add_argument("--files", type=int, default=20_000, help="site size (files)")
     parser.add_argument("--big", type=int, default=100_000, help="the scale site's size")

@@ -13,8 +13,8 @@ from harvester.archive.cdx import CdxIndex
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.build import crawler_factory
 from harvester.exceptions import ArchiveError
-from harvester.fetch import FetchSettings
 from harvester.harvest import Harvest
+from harvester.limits import fetch_settings
 from harvester.settings import HarvestSettings
 from harvester.storage import open_state
 from harvester.summary import Progress
@@ -52,16 +52,6 @@ def build_writer(settings: HarvestSettings, index: CdxIndex) -> RotatingWARCWrit
         warcinfo=warcinfo(settings),
         durable=settings.durable,
         on_finish=index_lines,
-    )
-
-
-def fetch_settings(settings: HarvestSettings) -> FetchSettings:
-    return FetchSettings(
-        user_agent=settings.user_agent,
-        per_host=settings.per_host,
-        total_connections=settings.concurrency,
-        max_size=settings.max_size,
-        obey_robots=not settings.ignore_robots,
     )
 
 

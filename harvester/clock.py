@@ -15,3 +15,10 @@ Clock = Callable[[], datetime]
 def utcnow() -> datetime:
     """The current time, timezone-aware in UTC."""
     return datetime.now(UTC)
+
+
+def as_utc(moment: datetime) -> datetime:
+    """``moment`` in UTC; a naive datetime is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)

@@ -17,9 +17,11 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 from harvester.exceptions import DiscoveryError, UnreachableError
+from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, probe
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import State
@@ -50,9 +52,9 @@ def discover(settings: HarvestSettings, state: State) -> EndpointInfo | None:
 
 def _identify(settings: HarvestSettings) -> EndpointInfo | None:
     if settings.oai:
-        with OAIClient.from_settings(settings.oai, settings) as client:
+        with OAIClient(settings.oai, limits=oai_limits(settings)) as client:
             return client.identify()
-    return probe(settings.site_url, user_agent=settings.user_agent, max_retries=1)
+    return probe(settings.site_url, limits=replace(oai_limits(settings), max_retries=1))
 
 
 def reach(url: str, timeout: float = CONNECT_TIMEOUT) -> None:

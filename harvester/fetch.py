@@ -8,7 +8,7 @@ A fetch is bounded in every direction a hostile or broken server can push:
 - **size**: the body is cut at ``max_size`` bytes; response headers are limited in count,
   per-field size and total size (aiohttp's parser enforces the first two while parsing);
 - **hops**: redirects are followed by hand, one recorded hop at a time, up to a limit, and a
-  loop ends the fetch.
+  loop ends the fetch (the rules are :mod:`harvester.redirects`').
 
 A cut body is kept and marked with the reason WARC 1.1 names for its ``WARC-Truncated`` field:
 ``"length"`` (``max_size`` reached), ``"time"`` (deadline, stall or rate below ``min_rate``)
@@ -22,13 +22,13 @@ compressed bytes stored, bounded by ``max_size``; nothing is inflated here, so a
 bomb costs no more than its compressed size. A WARC writer must drop ``Transfer-Encoding``
 from the stored headers, since the body it gets is already de-chunked.
 
-**Retries.** HTTP 429 and 5xx, connection failures and timeouts before the headers are tried
-again up to ``retries`` times, with exponential back-off and jitter, honouring ``Retry-After``
-(RFC 9110 §10.2.3) in both of its forms. A server asking for a longer pause than
-``backoff_max`` ends the retries at once; the error carries its ``retry_after`` so the caller
-can come back later. Other 4xx answers are results, not errors: the caller records 404 and 410.
-A malformed response (too many or too large headers, a bad status line) is a
-:class:`PermanentFetchError`.
+**Retries** (:mod:`harvester.retries`). HTTP 429 and 5xx, connection failures and timeouts
+before the headers are tried again up to ``retries`` times, with exponential back-off and
+jitter, honouring ``Retry-After`` (RFC 9110 §10.2.3) in both of its forms. A server asking for
+a longer pause than ``backoff_max`` ends the retries at once; the error carries its
+``retry_after`` so the caller can come back later. Other 4xx answers are results, not
+errors: the caller records 404 and 410. A malformed response (too many or too large headers, a
+bad status line) is a :class:`PermanentFetchError`.
 
 **robots.txt** (RFC 9309) is obeyed through a :class:`~harvester.robots.RobotsCache`, read
 once per scheme, host and port: a real ``Disallow`` is a :class:`PermanentFetchError`; a
@@ -36,6 +36,9 @@ robots.txt that cannot be read for now (5xx, 429, a network error) disallows eve
 short while, which :meth:`Fetcher.fetch` reports as a :class:`TransientFetchError`.
 
 No cookies are kept (each request stands alone, so captures do not depend on crawl order).
+
+Every limit is a field of :class:`~harvester.settings.HarvestSettings`;
+:func:`~harvester.limits.fetch_settings` picks the fetcher's out of them.
 """
 
 from __future__ import annotations
@@ -45,103 +48,37 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
+from datetime import datetime
 from types import TracebackType
-from typing import Protocol, cast
+from typing import cast
 
 import aiohttp
-from yarl import URL
 
-from harvester import __version__
 from harvester.clock import Clock, utcnow
 from harvester.exceptions import PermanentFetchError, TransientFetchError
 from harvester.exchange import HttpExchange, Redirect, protocol
-from harvester.robots import RobotsCache, RobotsRules, robots_url
+from harvester.limits import FetchSettings, fetch_settings
+from harvester.redirects import check_hop, method_after, redirect_target
+from harvester.retries import backoff_delay, transient_error
+from harvester.robots import RobotsCache
+from harvester.settings import defaults
 
 __all__ = [
     "TRUNCATED_DISCONNECT",
     "TRUNCATED_LENGTH",
     "TRUNCATED_TIME",
-    "Clock",
-    "FetchResult",
-    "FetchSettings",
     "Fetcher",
-    "ResourceFetcher",
-    "RobotsCache",
-    "RobotsRules",
-    "backoff_delay",
-    "parse_retry_after",
-    "redirect_target",
-    "robots_url",
-    "utcnow",
 ]
 
 log = logging.getLogger(__name__)
-
-KiB = 1024
-MiB = 1024 * KiB
 
 TRUNCATED_LENGTH = "length"
 TRUNCATED_TIME = "time"
 TRUNCATED_DISCONNECT = "disconnect"
 
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_REDIRECTS = 5  # RFC 9309 §2.3.1.2: follow at least five
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class FetchSettings:
-    """Every limit of the fetcher; times in seconds, sizes in bytes."""
-
-    user_agent: str = f"coop-archive-harvester/{__version__} (+https://example.org/contact)"
-    connect_timeout: float = 10.0
-    read_timeout: float = 30.0
-    deadline: float = 120.0
-    min_rate: float = 1024.0
-    rate_grace: float = 5.0
-    max_size: int = 100 * MiB
-    max_header_size: int = 64 * KiB
-    max_header_count: int = 200
-    max_redirects: int = 10
-    retries: int = 3
-    backoff_base: float = 0.5
-    backoff_max: float = 60.0
-    per_host: int = 4
-    total_connections: int = 64
-    obey_robots: bool = True
-    robots_max_size: int = 500 * KiB
-    robots_ttl: float = 24 * 3600.0
-    robots_error_ttl: float = 300.0
-
-    @property
-    def robots_token(self) -> str:
-        """The product token matched against ``User-agent`` lines (RFC 9309 §2.2.1).
-
-        >>> FetchSettings(user_agent="mybot/2.0 (+https://example.org/)").robots_token
-        'mybot'
-        """
-        words = self.user_agent.split("/", 1)[0].split()
-        return words[0] if words else "*"
-
-
-# The fetcher's name for the exchange it returns: one value type for every HTTP client.
-FetchResult = HttpExchange
-
-
-class ResourceFetcher(Protocol):
-    """What the rest of the harvester needs from a fetcher (fakes implement this)."""
-
-    async def fetch(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        follow_redirects: bool = True,
-    ) -> HttpExchange: ...
 
 
 @dataclass(frozen=True)
@@ -152,58 +89,6 @@ class _Policy:
     retries: int
     max_redirects: int
     obey_robots: bool
-
-
-def parse_retry_after(value: str, now: datetime) -> float | None:
-    """Seconds to wait according to a ``Retry-After`` value (RFC 9110 §10.2.3), or None.
-
-    >>> now = datetime(2015, 10, 21, 7, 28, 0, tzinfo=UTC)
-    >>> parse_retry_after("120", now)
-    120.0
-    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now)
-    30.0
-    >>> parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now)  # already past
-    0.0
-    >>> parse_retry_after("soon", now) is None, parse_retry_after("-5", now) is None
-    (True, True)
-    """
-    text = value.strip()
-    if text.isascii() and text.isdigit():
-        return float(min(int(text), 2**31))
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # "-0000" means UTC without a claimed zone
-        when = when.replace(tzinfo=UTC)
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=UTC)
-    return max(0.0, (when - now).total_seconds())
-
-
-def backoff_delay(
-    attempt: int, retry_after: float | None, *, base: float, cap: float, rng: random.Random
-) -> float | None:
-    """Seconds to sleep before retry number ``attempt + 1``, or None to stop retrying.
-
-    Exponential with "equal jitter" (between half and all of ``base * 2**attempt``), never
-    shorter than the server's ``Retry-After``. None when the server asks for more than ``cap``.
-
-    >>> rng = random.Random(7)
-    >>> 0.25 <= backoff_delay(0, None, base=0.5, cap=60, rng=rng) <= 0.5
-    True
-    >>> backoff_delay(0, 3.0, base=0.5, cap=60, rng=rng)
-    3.0
-    >>> backoff_delay(20, None, base=0.5, cap=60, rng=rng) <= 60
-    True
-    >>> backoff_delay(0, 3600.0, base=0.5, cap=60, rng=rng) is None
-    True
-    """
-    if retry_after is not None and retry_after > cap:
-        return None
-    exponential = min(cap, base * 2.0 ** min(attempt, 62))
-    jittered = exponential / 2 + rng.uniform(0, exponential / 2)
-    return max(jittered, retry_after or 0.0)
 
 
 class _Response(aiohttp.ClientResponse):
@@ -219,7 +104,8 @@ class _Response(aiohttp.ClientResponse):
 
 
 class Fetcher:
-    """Fetches resources over one pooled keep-alive session, within :class:`FetchSettings`."""
+    """Fetches resources over one pooled keep-alive session, within :class:`FetchSettings`
+    (the defaults' when none are given)."""
 
     def __init__(
         self,
@@ -229,7 +115,7 @@ class Fetcher:
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
     ) -> None:
-        self.settings = settings or FetchSettings()
+        self.settings = settings or fetch_settings(defaults())
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -318,9 +204,9 @@ class Fetcher:
             if location is None:
                 return replace(result, redirects=tuple(redirects))
             redirects.append((result.url, result.status, location))
-            _check_redirect(url, redirects, policy.max_redirects)
+            check_hop(url, redirects, policy.max_redirects)
             log.debug("redirect %s -> %s (%d)", current, location, result.status)
-            method = _method_after(result.status, method)
+            method = method_after(result.status, method)
             current = location
 
     async def _check_robots(self, url: str) -> None:
@@ -362,12 +248,8 @@ class Fetcher:
         )
 
     def _transient(self, result: HttpExchange) -> TransientFetchError | None:
-        if result.status != 429 and not 500 <= result.status < 600:
-            return None
-        header = result.header("Retry-After")
-        retry_after = None if header is None else parse_retry_after(header, self._clock())
-        message = f"HTTP {result.status} {result.reason} from {result.url}"
-        return TransientFetchError(message, retry_after)
+        retry_after = result.header("Retry-After")
+        return transient_error(result.status, result.reason, result.url, retry_after, self._clock())
 
     async def _attempt(
         self, method: str, url: str, headers: dict[str, str], max_size: int
@@ -483,32 +365,3 @@ def _result(
         elapsed=timing[0],
         latency=timing[1],
     )
-
-
-def redirect_target(result: HttpExchange) -> str | None:
-    """The absolute URL a 3xx points to, without its fragment; None if not a redirect."""
-    location = result.header("Location")
-    if result.status not in REDIRECT_STATUSES or not location:
-        return None
-    try:
-        target = URL(result.url).join(URL(location.strip())).with_fragment(None)
-    except ValueError as exc:
-        raise PermanentFetchError(f"bad Location {location!r}", result.status) from exc
-    if target.scheme not in ("http", "https"):
-        raise PermanentFetchError(f"redirect to non-HTTP {location!r}", result.status)
-    return str(target)
-
-
-def _check_redirect(url: str, redirects: list[Redirect], limit: int) -> None:
-    _, status, location = redirects[-1]
-    if location == url or any(location == hop for hop, _, _ in redirects):
-        raise PermanentFetchError(f"redirect loop from {url} at {location}", status)
-    if len(redirects) > limit:
-        raise PermanentFetchError(f"more than {limit} redirects from {url}", status)
-
-
-def _method_after(status: int, method: str) -> str:
-    """303 turns any method but HEAD into GET; 301 and 302 do so for POST (RFC 9110 §15.4)."""
-    if method != "HEAD" and (status == 303 or (status in (301, 302) and method == "POST")):
-        return "GET"
-    return method

@@ -21,11 +21,14 @@ from pathlib import Path
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
-from harvester.archive.warc import RotatingWARCWriter, repair_open_files
+from harvester.archive.repair import repair_open_files
+from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.build import CrawlerFactory
 from harvester.discovery import discover
 from harvester.exceptions import FetchError
-from harvester.fetch import Fetcher, FetchResult, FetchSettings
+from harvester.exchange import HttpExchange
+from harvester.fetch import Fetcher
+from harvester.limits import FetchSettings
 from harvester.listing import Lister
 from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
@@ -37,7 +40,6 @@ from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
-COMMIT_EVERY = 256  # resources whose marks share one state commit (and one WARC file)
 
 
 class Harvest:
@@ -147,7 +149,7 @@ class Harvest:
 
     async def _fetch_pending(self, recorder: Recorder) -> None:
         """Fetch every pending resource, and every failed one whose retry time has come, in
-        commits of at most ``COMMIT_EVERY``.
+        commits of at most ``commit_every``.
 
         A commit's resources go into one WARC file (no rotation inside), so after a crash
         every group the state does not know of is in the open file, where the reconcile step
@@ -166,13 +168,13 @@ class Harvest:
     async def _fetch_some(
         self, fetcher: Fetcher, recorder: Recorder, todo: Iterator[Resource], total: int
     ) -> bool:
-        """Fetch the next resources of ``todo`` concurrently, until ``COMMIT_EVERY`` were
+        """Fetch the next resources of ``todo`` concurrently, until ``commit_every`` were
         taken, the WARC file is full or time is up; whether any was taken."""
-        taken = 0
+        taken, most = 0, self.settings.commit_every
 
         def take() -> Resource | None:
             nonlocal taken
-            if taken >= COMMIT_EVERY or recorder.writer.full() or self._expired():
+            if taken >= most or recorder.writer.full() or self._expired():
                 return None
             res = next(todo, None)
             taken += res is not None
@@ -211,7 +213,7 @@ class Harvest:
         else:
             self.summary.fetched += 1
 
-    def _check_stable(self, res: Resource, result: FetchResult) -> None:
+    def _check_stable(self, res: Resource, result: HttpExchange) -> None:
         """Record a resource that changed while, or since, it was listed and fetched.
 
         A body cut short of its Content-Length (``disconnect``) is fetched again next run; a

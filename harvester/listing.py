@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
 from harvester.exceptions import BadResumptionToken, NoRecordsMatch
+from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Listed, ListKey, State
@@ -115,7 +116,7 @@ class Lister:
             "set_spec": None if token else set_spec,
             "resumption_token": token,
         }
-        with OAIClient.from_settings(self.endpoint.endpoint, self.settings) as client:
+        with OAIClient(self.endpoint.endpoint, limits=oai_limits(self.settings)) as client:
             if self.settings.oai_strategy == "didl":
                 for raw in client.list_records_raw(metadata_prefix="oai_didl", **args):
                     listed = [_listed(r.header) for r in raw.records]

@@ -41,9 +41,10 @@ from sickle import Sickle
 from sickle.models import Header, ResumptionToken
 from sickle.response import OAIResponse
 
-from harvester import __version__
 from harvester.clock import utcnow
 from harvester.exceptions import HarvestError, ProtocolError
+from harvester.exchange import HttpExchange
+from harvester.limits import OAILimits, oai_limits
 from harvester.oaidates import (
     DAY,
     GRANULARITIES,
@@ -53,13 +54,13 @@ from harvester.oaidates import (
     parse_oai_datestamp,
 )
 from harvester.oaiguard import ListGuard
-from harvester.oaihttp import OAI_NS, Exchange, Http, Limits, check_envelope, parse_oai_xml
+from harvester.oaihttp import OAI_NS, Http, check_envelope, parse_oai_xml
+from harvester.settings import defaults
 
 __all__ = [
     "DAY",
     "SECONDS",
     "EndpointInfo",
-    "Exchange",
     "ListPage",
     "ListedHeader",
     "OAIClient",
@@ -74,15 +75,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from harvester.settings import HarvestSettings
+    pass
 
 log = logging.getLogger(__name__)
 
 _OAI = "{" + OAI_NS + "}"
 DELETED_RECORD_POLICIES = ("no", "transient", "persistent")
 
-DEFAULT_USER_AGENT = f"coop-archive-harvester/{__version__} (OAI-PMH)"
-DEFAULT_MAX_BYTES = 64 * 2**20
 _IDENTIFIERS = {  # where each list verb's page holds its identifiers
     "ListIdentifiers": f"{_OAI}ListIdentifiers/{_OAI}header/{_OAI}identifier",
     "ListRecords": f"{_OAI}ListRecords/{_OAI}record/{_OAI}header/{_OAI}identifier",
@@ -147,7 +146,7 @@ class RawRecord:
 class RawPage:
     """One ListRecords response: the HTTP exchange as received plus its parsed records."""
 
-    exchange: Exchange
+    exchange: HttpExchange
     records: tuple[RawRecord, ...]
     response_date: str
     token: str | None
@@ -162,7 +161,7 @@ class SafeOAIResponse(OAIResponse):  # type: ignore[misc]
     """sickle's response, holding the tree we parsed safely instead of re-parsing the text."""
 
     def __init__(
-        self, exchange: Exchange, params: dict[str, str], xml: etree._Element, date: str
+        self, exchange: HttpExchange, params: dict[str, str], xml: etree._Element, date: str
     ) -> None:
         super().__init__(http_response=exchange, params=params)
         self.exchange = exchange
@@ -274,42 +273,26 @@ class OAIClient:
     """Identify and list one OAI-PMH endpoint, page by page.
 
     Each list method yields one page per response, carrying the token that fetches the next
-    page; a new client given that token continues the same list.
+    page; a new client given that token continues the same list. Requests are bounded by
+    ``limits`` (:func:`~harvester.limits.oai_limits` of the settings; the defaults' if None).
     """
 
     def __init__(
         self,
         endpoint: str,
         *,
-        user_agent: str = DEFAULT_USER_AGENT,
-        timeout: float = 30.0,
-        max_retries: int = 5,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-        max_wait: float = 120.0,
-        backoff: float = 1.0,
-        deadline: float = 300.0,
+        limits: OAILimits | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
         session: requests.Session | None = None,
     ) -> None:
-        limits = Limits(user_agent, timeout, max_retries, max_bytes, max_wait, backoff, deadline)
+        limits = limits or oai_limits(defaults())
         self.endpoint = endpoint
         self._own_session = session is None
         self._session = session or requests.Session()
         http = Http(self._session, limits, sleep, clock, rng or random.Random())
         self.sickle = SafeSickle(endpoint, http)
-
-    @classmethod
-    def from_settings(cls, endpoint: str, settings: HarvestSettings) -> OAIClient:
-        """A client bounded as the harvest asks: its user agent, ``max_size`` bytes a
-        response and ``oai_deadline`` seconds a request, retries included."""
-        return cls(
-            endpoint,
-            user_agent=settings.user_agent,
-            max_bytes=settings.max_size,
-            deadline=settings.oai_deadline,
-        )
 
     def identify(self) -> EndpointInfo:
         """The repository's self-description (§4.2), checked for what harvesting needs."""

@@ -18,7 +18,8 @@ An OAI-PMH response is untrusted input, so the client's HTTP is our own rather t
   arrives, so a server trickling one byte a second is stopped at the deadline too.
 - **Retries** (§3.1.2.2): 429, 5xx, resets and timeouts are retried up to ``max_retries``
   times with exponential back-off and jitter, honouring ``Retry-After`` as delta-seconds or
-  as an HTTP-date, each wait capped at ``max_wait``; then :class:`TransientFetchError`.
+  as an HTTP-date (:mod:`harvester.retries`), each wait capped at ``max_wait``; then
+  :class:`TransientFetchError`. The limits are :class:`~harvester.limits.OAILimits`.
 - **Redirects** (§3.1.2.2, 302 to another repository) are followed by hand, at most
   ``MAX_REDIRECTS`` hops, without reading the bodies of the hops.
 
@@ -34,7 +35,6 @@ import time
 import zlib
 from collections.abc import Callable
 from contextlib import closing
-from dataclasses import dataclass
 from datetime import datetime
 from http.client import HTTPException
 from urllib.parse import urljoin, urlsplit
@@ -50,8 +50,10 @@ from harvester.exceptions import (
     TransientFetchError,
 )
 from harvester.exchange import Header, HttpExchange, protocol
-from harvester.fetch import backoff_delay, parse_retry_after
+from harvester.limits import OAILimits
 from harvester.oaidates import parse_oai_datestamp
+from harvester.redirects import REDIRECT_STATUSES
+from harvester.retries import backoff_delay, transient_error
 
 log = logging.getLogger(__name__)
 
@@ -63,25 +65,7 @@ CHUNK_SIZE = 64 * 1024
 # §3.1.3: a harvester that sends Accept-Encoding must list identity with a non-zero qvalue.
 ACCEPT_ENCODING = "gzip, deflate, identity"
 
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
-
-
-# The OAI-PMH client's name for the exchange it returns: one value type for every HTTP client.
-Exchange = HttpExchange
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The bounds of every request; times in seconds, sizes in bytes."""
-
-    user_agent: str
-    timeout: float
-    max_retries: int
-    max_bytes: int
-    max_wait: float
-    backoff: float
-    deadline: float
 
 
 # -- XML ------------------------------------------------------------------------------
@@ -191,7 +175,7 @@ class Http:
     def __init__(
         self,
         session: requests.Session,
-        limits: Limits,
+        limits: OAILimits,
         sleep: Callable[[float], None],
         clock: Callable[[], datetime],
         rng: random.Random,
@@ -231,7 +215,7 @@ class Http:
             response = self._send(url, params, deadline)
             with closing(response):
                 location = response.headers.get("Location")
-                if response.status_code not in _REDIRECT_STATUSES or not location:
+                if response.status_code not in REDIRECT_STATUSES or not location:
                     return self._receive(response, started, deadline)
             url, params = urljoin(response.url, location), None
             if urlsplit(url).scheme not in ("http", "https"):
@@ -262,10 +246,10 @@ class Http:
         self, response: requests.Response, started: datetime, deadline: float
     ) -> HttpExchange:
         url, status = response.url, response.status_code
-        if status == 429 or 500 <= status < 600:
-            header = response.headers.get("Retry-After")
-            wait = None if header is None else parse_retry_after(header, self._clock())
-            raise TransientFetchError(f"HTTP {status} {response.reason} from {url}", wait)
+        retry_after = response.headers.get("Retry-After")
+        error = transient_error(status, response.reason, url, retry_after, self._clock())
+        if error is not None:
+            raise error
         if not 200 <= status < 300:
             raise PermanentFetchError(f"HTTP {status} {response.reason} from {url}", status)
         body = self._read_body(response, deadline)

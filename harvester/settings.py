@@ -1,7 +1,9 @@
 """Every harvester default in one place, layered: defaults < TOML file < environment < flags.
 
 Environment variables are ``HARVESTER_<FIELD>`` (upper case), e.g. ``HARVESTER_CONCURRENCY=8``;
-a TOML file (``--config``) holds the same field names at top level.
+a TOML file (``--config``) holds the same field names at top level. The fetcher's and the
+OAI-PMH client's limits are fields here too; :func:`harvester.fetch.fetch_settings` and
+:func:`harvester.oaihttp.oai_limits` build their settings from these.
 """
 
 from __future__ import annotations
@@ -34,8 +36,7 @@ class HarvestSettings:
     per_host: int = 8
     delay: float = 0.0  # seconds between requests to one host
     max_time: float | None = None
-    max_size: int = 100 * 1024 * 1024  # a resource is truncated past it, an OAI-PMH page refused
-    oai_deadline: float = 300.0  # seconds one OAI-PMH request may take, its retries included
+    max_size: int = 100 * 1024 * 1024  # a resource is truncated past it
     warc_max_size: int = 1_000_000_000
     durable: bool = False  # fsync every WARC group (power-loss safety, ~4 ms a resource)
     user_agent: str = USER_AGENT
@@ -60,6 +61,29 @@ class HarvestSettings:
     policy: Path | None = None  # a TOML file of crawl policies (favor, default, distrust)
     respect_nofollow: bool = False
     seen_cache: int = 50_000  # entries of the seen-URL test's in-memory CLOCK cache
+    commit_every: int = 256  # resources whose marks share one state commit (and one WARC file)
+    # -- the resource fetcher (harvester.fetch); times in seconds, sizes in bytes --
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0  # the longest a body may stall
+    fetch_deadline: float = 120.0  # for one response, from the request to the body's end
+    min_rate: float = 1024.0  # bytes a second a body must average, after rate_grace
+    rate_grace: float = 5.0
+    max_header_size: int = 64 * 1024  # per field and in total
+    max_header_count: int = 200
+    max_redirects: int = 10
+    max_retries: int = 3  # of 429, 5xx, timeouts and connection failures
+    backoff_base: float = 0.5
+    backoff_max: float = 60.0  # a longer Retry-After ends the retries
+    robots_max_size: int = 500 * 1024
+    robots_ttl: float = 24 * 3600.0
+    robots_error_ttl: float = 300.0  # an unreadable robots.txt disallows all this long
+    # -- the OAI-PMH client (harvester.oaihttp) --
+    oai_timeout: float = 30.0  # connect and per read
+    oai_deadline: float = 300.0  # seconds one OAI-PMH request may take, its retries included
+    oai_max_bytes: int = 64 * 1024 * 1024  # a response's body, also after decompression
+    oai_max_retries: int = 5
+    oai_max_wait: float = 120.0  # the longest pause before a retry
+    oai_backoff: float = 1.0
     quiet: bool = False
     json: bool = False
 
@@ -86,6 +110,11 @@ class HarvestSettings:
     @property
     def collection_name(self) -> str:
         return self.collection or self.out.resolve().name
+
+
+def defaults() -> HarvestSettings:
+    """The defaults alone, for a component built outside a harvest (tests, benchmarks)."""
+    return HarvestSettings(site_url="", out=Path())
 
 
 def load_settings(
@@ -115,7 +144,7 @@ def _check(values: Mapping[str, Any]) -> None:
     for name, allowed in choices.items():
         if name in values and values[name] not in allowed:
             raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {values[name]!r}")
-    for name in ("concurrency", "per_host"):
+    for name in ("concurrency", "per_host", "commit_every"):
         if name in values and int(values[name]) < 1:
             raise ValueError(f"{name} must be at least 1")
     urls = [("site_url", values["site_url"]), ("oai", values.get("oai"))]

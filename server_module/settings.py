@@ -41,6 +41,7 @@ class ProviderSettings:
     allow_outside: tuple[Path, ...] = ()  # folders outside the root that symlinks may publish
     serve_files: bool = True  # False when nginx/Apache serves the files and proxies the endpoint
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument
+    access_log: str | None = None  # gunicorn's access log under `serve`: a file, or "-" for stdout
 
     @property
     def host(self) -> str:

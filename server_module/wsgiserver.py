@@ -7,7 +7,6 @@ a start-up refresh and keeps it current with its own :class:`~server_module.refr
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ def serve_forever(
         "workers": workers,
         "threads": threads,
         "worker_class": "gthread" if threads > 1 else "sync",
-        "accesslog": os.environ.get("OAI_PROVIDER_ACCESS_LOG"),
+        "accesslog": settings.access_log,
         "timeout": 120,
         "graceful_timeout": 5,
     }

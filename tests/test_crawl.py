@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 
-from harvester.archive.warc import verify_warc
+from harvester.archive.repair import verify_warc
 from harvester.assembly import build_harvest
 from harvester.settings import load_settings
 from tests.conftest import start_provider

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harvester.harvest import Harvest
+from harvester.assembly import build_harvest
 from harvester.settings import load_settings
 from tests.servers import RunningServer, start_wsgi
 from tests.test_harvest import records
@@ -55,7 +55,7 @@ def test_sitemaps_and_seeds_stay_in_scope(elsewhere: RunningServer, tmp_path: Pa
             quiet=True,
             environ={},
         )
-        Harvest(settings).run()
+        build_harvest(settings).run()
         asked = requested(site)
     assert requested(elsewhere) == before, "the second host was asked for something"
     archived = {h["WARC-Target-URI"] for t, h, _c in records(tmp_path / "out") if t == "response"}

@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import doctest
 import random
 import time
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from typing import TypeVar
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from harvester import fetch as fetch_module
+from harvester.clock import utcnow
 from harvester.exceptions import PermanentFetchError, TransientFetchError
-from harvester.fetch import Fetcher, FetchResult, FetchSettings, parse_retry_after
+from harvester.exchange import HttpExchange
+from harvester.fetch import Fetcher
+from harvester.limits import FetchSettings, fetch_settings
+from harvester.settings import defaults
 from tests import hostile
 from tests.hostile import RawServer
 from tests.servers import RunningServer, free_port, start_wsgi
@@ -39,7 +38,9 @@ Disallow: /
 User-agent: *
 Allow: /
 """
-FAST = FetchSettings(retries=3, deadline=10.0, read_timeout=5.0, connect_timeout=2.0)
+FAST = replace(
+    fetch_settings(defaults()), retries=3, deadline=10.0, read_timeout=5.0, connect_timeout=2.0
+)
 RAW = replace(FAST, obey_robots=False, retries=0)
 
 
@@ -58,7 +59,7 @@ def run_with(
     scenario: Callable[[Fetcher], Awaitable[T]],
     *,
     sleeps: Sleeps | None = None,
-    clock: Callable[[], datetime] = fetch_module.utcnow,
+    clock: Callable[[], datetime] = utcnow,
 ) -> T:
     async def main() -> T:
         fetcher = Fetcher(settings, sleep=sleeps or Sleeps(), clock=clock, rng=random.Random(1))
@@ -68,7 +69,7 @@ def run_with(
     return asyncio.run(main())
 
 
-def fetch_one(url: str, settings: FetchSettings = FAST, **kwargs: object) -> FetchResult:
+def fetch_one(url: str, settings: FetchSettings = FAST, **kwargs: object) -> HttpExchange:
     return run_with(settings, lambda f: f.fetch(url, **kwargs))  # type: ignore[arg-type]
 
 
@@ -125,7 +126,7 @@ def test_200_records_the_exchange(website: RunningServer) -> None:
 
 
 def test_keep_alive_reuses_one_connection() -> None:
-    async def scenario() -> tuple[list[FetchResult], int]:
+    async def scenario() -> tuple[list[HttpExchange], int]:
         async with RawServer(hostile.keep_alive()) as server, Fetcher(RAW) as fetcher:
             results = [await fetcher.fetch(f"{server.url}/{i}") for i in range(3)]
             return results, server.connections
@@ -244,8 +245,8 @@ def test_connection_refused_is_transient_after_retries() -> None:
 # --- time limits ---------------------------------------------------------------------------
 
 
-def raw(handler: hostile.Handler, settings: FetchSettings = RAW, path: str = "/") -> FetchResult:
-    async def scenario() -> FetchResult:
+def raw(handler: hostile.Handler, settings: FetchSettings = RAW, path: str = "/") -> HttpExchange:
+    async def scenario() -> HttpExchange:
         async with RawServer(handler) as server:
             fetcher = Fetcher(settings, sleep=Sleeps())
             async with fetcher:
@@ -362,7 +363,7 @@ def test_robots_disallow_is_permanent(website: RunningServer) -> None:
 def test_robots_is_read_once_per_host(website: RunningServer) -> None:
     before = count(website, "/robots.txt")
 
-    async def many(fetcher: Fetcher) -> list[FetchResult]:
+    async def many(fetcher: Fetcher) -> list[HttpExchange]:
         urls = [f"{website.url}/hello", f"{website.url}/redirect/1", f"{website.url}/nowhere"] * 3
         return list(await asyncio.gather(*(fetcher.fetch(u) for u in urls)))
 
@@ -420,30 +421,3 @@ def test_robots_expires(website: RunningServer) -> None:
 
     run_with(FAST, day_apart, clock=lambda: now[0])
     assert count(website, "/robots.txt") - before == 2
-
-
-# --- pure helpers --------------------------------------------------------------------------
-
-
-def test_doctests() -> None:
-    assert doctest.testmod(fetch_module).failed == 0
-
-
-NOW = datetime(2020, 6, 1, 12, 0, 0, tzinfo=UTC)
-
-
-@given(st.integers(min_value=0, max_value=10**12))
-def test_retry_after_delta_seconds(seconds: int) -> None:
-    assert parse_retry_after(f" {seconds} ", NOW) == float(min(seconds, 2**31))
-
-
-@given(st.integers(min_value=-(10**8), max_value=10**8))
-def test_retry_after_http_date(offset: int) -> None:
-    when = NOW + timedelta(seconds=offset)
-    assert parse_retry_after(format_datetime(when, usegmt=True), NOW) == max(0.0, float(offset))
-
-
-@given(st.text(max_size=40))
-def test_retry_after_never_raises(value: str) -> None:
-    result = parse_retry_after(value, NOW)
-    assert result is None or result >= 0.0

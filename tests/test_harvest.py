@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.archive.warc import verify_warc
+from harvester.archive.repair import verify_warc
 from harvester.assembly import build_harvest
 from harvester.cli import main
 from harvester.settings import load_settings
@@ -226,7 +226,7 @@ def test_sigkill_at_any_moment_then_rerun_finishes(
         strategy,
     ]
     # Both strategies mark many resources archived with one commit (a page of records, or up
-    # to COMMIT_EVERY fetches), each commit's groups in one file: rotate often, so that kills
+    # to commit_every fetches), each commit's groups in one file: rotate often, so that kills
     # land around commits and finished files too.
     monkeypatch.setenv("HARVESTER_WARC_MAX_SIZE", "60000")
     with start_provider(

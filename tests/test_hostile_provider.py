@@ -52,7 +52,7 @@ def test_hostile_provider_fails_cleanly_and_a_rerun_completes(  # type: ignore[n
     fault: str, strategy: str, tmp_path: Path, capsys, monkeypatch
 ) -> None:
     monkeypatch.setenv("HARVESTER_OAI_DEADLINE", str(DEADLINE))
-    monkeypatch.setenv("HARVESTER_MAX_SIZE", str(512 * 1024))  # below the oversized page
+    monkeypatch.setenv("HARVESTER_OAI_MAX_BYTES", str(512 * 1024))  # below the oversized page
     site = make_site(tmp_path / "www", pages=40, seed=5)
     out = tmp_path / "out"
     argv = ["harvest", "--out", str(out), "--quiet", "--json", "--oai-strategy", strategy]

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from harvester.exceptions import (
     ProtocolError,
     TransientFetchError,
 )
+from harvester.limits import OAILimits, oai_limits
 from harvester.oai import (
     DAY,
     SECONDS,
@@ -46,6 +48,7 @@ from harvester.oai import (
     parse_oai_datestamp,
     probe,
 )
+from harvester.settings import defaults
 from tests.conftest import start_provider
 from tests.oai_apps import envelope, identify_element, item_identifier
 from tests.servers import RunningServer, start_wsgi
@@ -127,9 +130,14 @@ def apps(secret_file: Path) -> Iterator[RunningServer]:
         yield server
 
 
+def limits(**changes: Any) -> OAILimits:
+    """The default limits with ``changes``, a 5 s timeout unless one is given."""
+    return replace(oai_limits(defaults()), **{"timeout": 5.0, **changes})
+
+
 def client(server: RunningServer, path: str, **kwargs: Any) -> OAIClient:
     kwargs.setdefault("sleep", Sleeps())
-    kwargs.setdefault("timeout", 5.0)
+    kwargs.setdefault("limits", limits())
     return OAIClient(server.url + path, **kwargs)
 
 
@@ -236,7 +244,7 @@ def test_identify_small_provider(apps: RunningServer) -> None:
 
 
 def test_raw_records_keep_the_compressed_body(apps: RunningServer) -> None:
-    with client(apps, "/gz", user_agent="test-agent/1.0") as oai:
+    with client(apps, "/gz", limits=limits(user_agent="test-agent/1.0")) as oai:
         pages = list(oai.list_records_raw(metadata_prefix="oai_dc"))
     assert len(pages) == 3 and pages[-1].token is None
     exchange = pages[0].exchange
@@ -304,7 +312,7 @@ def test_retry_after_as_http_date_is_honoured(apps: RunningServer) -> None:
 def test_endless_503_gives_up_after_max_retries(apps: RunningServer) -> None:
     sleeps = Sleeps()
     started = time.monotonic()
-    oai = client(apps, "/busy-forever", sleep=sleeps, max_retries=3, max_wait=7.0)
+    oai = client(apps, "/busy-forever", sleep=sleeps, limits=limits(max_retries=3, max_wait=7.0))
     with oai, pytest.raises(TransientFetchError) as caught:
         oai.identify()
     assert sleeps == [7.0, 7.0, 7.0]  # Retry-After: 100000, capped at max_wait
@@ -315,7 +323,9 @@ def test_endless_503_gives_up_after_max_retries(apps: RunningServer) -> None:
 
 def test_429_backs_off_exponentially_with_jitter(apps: RunningServer) -> None:
     sleeps = Sleeps()
-    oai = client(apps, "/throttled", sleep=sleeps, max_retries=4, backoff=1.0, max_wait=5.0)
+    oai = client(
+        apps, "/throttled", sleep=sleeps, limits=limits(max_retries=4, backoff=1.0, max_wait=5.0)
+    )
     with oai, pytest.raises(TransientFetchError):
         oai.identify()
     assert len(sleeps) == 4 and hits(apps, "/throttled") == 5
@@ -395,7 +405,7 @@ def test_connection_reset_mid_response_is_retried() -> None:
     server = ScriptedServer(["reset", "ok"])
     sleeps = Sleeps()
     try:
-        with OAIClient(server.url + "/oai", sleep=sleeps, timeout=5) as oai:
+        with OAIClient(server.url + "/oai", sleep=sleeps, limits=limits()) as oai:
             assert oai.identify().repository_name == "Test repository"
     finally:
         server.close()
@@ -406,7 +416,7 @@ def test_a_silent_server_times_out() -> None:
     server = ScriptedServer(["silent"])
     started = time.monotonic()
     try:
-        oai = OAIClient(server.url, sleep=Sleeps(), timeout=0.3, max_retries=1)
+        oai = OAIClient(server.url, sleep=Sleeps(), limits=limits(timeout=0.3, max_retries=1))
         with oai, pytest.raises(TransientFetchError, match="gave up after 2 attempts"):
             oai.identify()
     finally:
@@ -469,7 +479,7 @@ def test_billion_laughs_is_refused_quickly(apps: RunningServer) -> None:
 )
 def test_oversized_responses_are_refused(apps: RunningServer, path: str, reason: str) -> None:
     started = time.monotonic()
-    oai = client(apps, path, max_bytes=2**20)
+    oai = client(apps, path, limits=limits(max_bytes=2**20))
     with oai, pytest.raises(ProtocolError, match=reason):
         oai.identify()
     assert time.monotonic() - started < 5
@@ -497,7 +507,7 @@ def test_the_parser_never_uses_sickles_own(apps: RunningServer) -> None:
     ],
 )
 def test_probe(apps: RunningServer, site: str, found: str | None) -> None:
-    info = probe(apps.url + site, sleep=Sleeps(), max_retries=0, timeout=5)
+    info = probe(apps.url + site, sleep=Sleeps(), limits=limits(max_retries=0))
     assert (info and info.endpoint) == (found and apps.url + found)
 
 
@@ -505,7 +515,7 @@ def test_probe_gives_up_on_unreachable_sites() -> None:
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    assert probe(f"http://127.0.0.1:{port}", sleep=Sleeps(), max_retries=1) is None
+    assert probe(f"http://127.0.0.1:{port}", sleep=Sleeps(), limits=limits(max_retries=1)) is None
 
 
 # -- the project's provider ----------------------------------------------------------------

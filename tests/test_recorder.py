@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,17 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvester import harvest as harvest_module
 from harvester.archive.recorder import Recorder
-from harvester.archive.warc import RotatingWARCWriter, repair_open_files
-from harvester.fetch import Fetcher, FetchSettings
+from harvester.archive.repair import repair_open_files
+from harvester.archive.warc import RotatingWARCWriter
+from harvester.fetch import Fetcher
+from harvester.limits import fetch_settings
+from harvester.settings import defaults
 from harvester.storage.protocol import Resource
 from harvester.storage.sqlite.state import SQLiteState
 from tests.servers import RunningServer, start_wsgi
 
 SITE = "http://127.0.0.1/"
+QUIET = replace(defaults(), ignore_robots=True, max_retries=0)
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +39,7 @@ def site() -> Iterator[RunningServer]:
 
 def fetch(urls: list[str]):  # type: ignore[no-untyped-def]
     async def main():  # type: ignore[no-untyped-def]
-        async with Fetcher(FetchSettings(obey_robots=False, retries=0)) as fetcher:
+        async with Fetcher(fetch_settings(QUIET)) as fetcher:
             return [await fetcher.fetch(url) for url in urls]
 
     return asyncio.run(main())

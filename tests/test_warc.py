@@ -31,13 +31,8 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import BufferWARCWriter
 
-from harvester.archive.repair import _READ_SIZE
-from harvester.archive.warc import (
-    RecordLocation,
-    RotatingWARCWriter,
-    repair_open_files,
-    verify_warc,
-)
+from harvester.archive.repair import _READ_SIZE, repair_open_files, verify_warc
+from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exceptions import ArchiveError
 
 ROOT = Path(__file__).resolve().parents[1]

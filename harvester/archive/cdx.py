@@ -18,7 +18,7 @@ Files are read as WARC only, and more strictly than warcio does: a record missin
 field, a block shorter than its Content-Length and bytes after the last complete record all
 raise ArchiveError, and the index is left as it was. Gzip CRCs are not checked (warcio issue
 #138), so a file cut inside the trailer of its last member passes; for a full check use
-``harvester.archive.warc.verify_warc``.
+``harvester.archive.repair.verify_warc``.
 
 The index is a main file plus one small file per WARC added since the main file was last
 rewritten, ``<warc name>.cdxj`` beside it; pywb reads every ``*.cdxj`` of a collection's

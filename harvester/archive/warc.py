@@ -1,17 +1,19 @@
-"""Rotating WARC output: record builders, size-based rotation and ``.open`` files.
+"""Rotating WARC output: size-based rotation, ``.open`` files, one flush per record group.
 
 Modelled on pywb's ``MultiFileWARCWriter`` and built on warcio. Files are WARC/1.1
 (ISO 28500:2017), gzip-compressed with one gzip member per record (WARC 1.1, annex D.2),
 so every record can be read from its offset alone. A file is written as
 ``<prefix>-<UTC timestamp>-<serial>-<pid>.warc.gz.open`` and renamed to ``.warc.gz`` when
-it is closed; each file starts with a ``warcinfo`` record (section 6.2).
+it is closed; each file starts with a ``warcinfo`` record (section 6.2). The writer builds
+its records itself, with its own clock and record IDs: it is a
+:class:`~harvester.archive.records.RecordFactory`.
 
 Crash safety: :meth:`RotatingWARCWriter.write_group` hands the whole group to the operating
 system before it returns (a killed process loses nothing written), and fsyncs it too when the
 writer is ``durable`` (against power loss, at about 4 ms a group); every file is fsynced when
 it is finished. The writer holds an advisory ``flock`` on its ``.open`` file. After a crash,
-:func:`repair_open_files` cuts each unlocked ``.open`` file back to its last complete
-record and renames it; it and :func:`verify_warc` live in :mod:`harvester.archive.repair`.
+:func:`~harvester.archive.repair.repair_open_files` cuts each unlocked ``.open`` file back to
+its last complete record and renames it.
 
 As it writes, the writer makes the CDXJ line of every capture record
 (:func:`harvester.archive.cdxline.capture_line`) and hands a finished file's lines to its
@@ -25,56 +27,31 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import shutil
-import socket
-import tempfile
-import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from io import BytesIO
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from harvester.archive.cdxline import capture_line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
-from harvester.archive.repair import repair_open_files, verify_warc
-from harvester.clock import utcnow
+from harvester.archive.records import WARC_VERSION, RecordFactory
+from harvester.archive.repair import repair_open_files
+from harvester.clock import as_utc
 from harvester.exceptions import ArchiveError
 
-__all__ = [
-    "DEFAULT_MAX_SIZE",
-    "REVISIT_PROFILES",
-    "WARC_VERSION",
-    "RecordLocation",
-    "RotatingWARCWriter",
-    "repair_open_files",
-    "verify_warc",
-]
+__all__ = ["DEFAULT_MAX_SIZE", "RecordLocation", "RotatingWARCWriter"]
 
 log = logging.getLogger(__name__)
 
-WARC_VERSION = "1.1"
 GZIP_LEVEL = 6  # zlib's default; warcio's 9 costs more CPU for a few percent of size
 DEFAULT_MAX_SIZE = 1_000_000_000
-REVISIT_PROFILES: Mapping[str, str] = {
-    "identical-payload-digest": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
-    "server-not-modified": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
-}
-WARCINFO_DEFAULTS: Mapping[str, str] = {
-    "format": "WARC File Format 1.1",
-    "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
-}
-
-_SPOOL_SIZE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -131,7 +108,7 @@ class _OpenFile:
         return self.path.name.removesuffix(OPEN_SUFFIX)
 
 
-class RotatingWARCWriter:
+class RotatingWARCWriter(RecordFactory):
     """Writes record groups into size-rotated WARC files; see the module docstring."""
 
     def __init__(
@@ -148,16 +125,13 @@ class RotatingWARCWriter:
     ) -> None:
         if max_size <= 0:
             raise ValueError(f"max_size must be positive, not {max_size}")
+        super().__init__(warcinfo=warcinfo, clock=clock, make_id=make_id)
         self.directory = Path(directory)
         self.prefix = prefix
         self.max_size = max_size
-        self._warcinfo = _warcinfo_fields(warcinfo)
-        self._clock = clock or utcnow
-        self._make_id = make_id or _new_record_id
         self.durable = durable
         self._on_finish = on_finish
         self._held = 0
-        self._builder = RecordBuilder(warc_version=WARC_VERSION)
         self._serial = 0
         self._is_open = False
         self._file: _OpenFile | None = None
@@ -227,121 +201,6 @@ class RotatingWARCWriter:
         current.groups += 1
         return locations
 
-    # -- record builders ------------------------------------------------------------
-
-    def request_record(
-        self,
-        uri: str,
-        http_headers: StatusAndHeaders,
-        body: bytes = b"",
-        *,
-        concurrent_to: str | None = None,
-        ip: str | None = None,
-    ) -> ArcWarcRecord:
-        """A ``request`` record; ``concurrent_to`` is the response's WARC-Record-ID."""
-        headers = {"WARC-Concurrent-To": concurrent_to, "WARC-IP-Address": ip}
-        return self._build("request", uri, body, http_headers=http_headers, headers=headers)
-
-    def response_record(
-        self,
-        uri: str,
-        http_headers: StatusAndHeaders,
-        payload: BinaryIO | bytes,
-        *,
-        ip: str | None = None,
-        truncated: str | None = None,
-        extra: Mapping[str, str] | None = None,
-    ) -> ArcWarcRecord:
-        """A ``response`` record; ``truncated`` is a WARC-Truncated reason such as "length"."""
-        headers = {"WARC-IP-Address": ip, "WARC-Truncated": truncated, **(extra or {})}
-        return self._build("response", uri, payload, http_headers=http_headers, headers=headers)
-
-    def resource_record(
-        self,
-        uri: str,
-        content_type: str,
-        payload: bytes,
-        *,
-        extra: Mapping[str, str] | None = None,
-    ) -> ArcWarcRecord:
-        """A ``resource`` record: content not obtained as an HTTP response."""
-        return self._build("resource", uri, payload, content_type=content_type, headers=extra)
-
-    def metadata_record(
-        self,
-        payload: bytes,
-        *,
-        content_type: str = "application/xml",
-        refers_to: str | None = None,
-        target_uri: str | None = None,
-        extra: Mapping[str, str] | None = None,
-    ) -> ArcWarcRecord:
-        """A ``metadata`` record, without WARC-Target-URI unless one is given.
-
-        WARC 1.1 lets a metadata record go without one (section 5.4, WARC-Target-URI);
-        with one, replay indexers would list the record as a capture of that URL.
-        """
-        headers = {"WARC-Refers-To": refers_to, **(extra or {})}
-        uri = target_uri or ""
-        return self._build("metadata", uri, payload, content_type=content_type, headers=headers)
-
-    def revisit_record(
-        self,
-        uri: str,
-        http_headers: StatusAndHeaders | None,
-        *,
-        refers_to_uri: str,
-        refers_to_date: str,
-        payload_digest: str,
-        profile: str = "identical-payload-digest",
-        refers_to: str | None = None,
-    ) -> ArcWarcRecord:
-        """A ``revisit`` record (section 6.7); ``profile`` is a key of REVISIT_PROFILES."""
-        if profile not in REVISIT_PROFILES:
-            raise ValueError(f"unknown revisit profile {profile!r}")
-        headers = {
-            "WARC-Profile": REVISIT_PROFILES[profile],
-            "WARC-Refers-To": refers_to,
-            "WARC-Refers-To-Target-URI": refers_to_uri,
-            "WARC-Refers-To-Date": refers_to_date,
-            "WARC-Payload-Digest": payload_digest,
-        }
-        record = self._build("revisit", uri, b"", http_headers=http_headers, headers=headers)
-        if http_headers is None:
-            record.content_type = None  # an empty block has no type
-        return record
-
-    def _build(
-        self,
-        record_type: str,
-        uri: str,
-        payload: BinaryIO | bytes,
-        *,
-        http_headers: StatusAndHeaders | None = None,
-        content_type: str = "",
-        headers: Mapping[str, str | None] | None = None,
-    ) -> ArcWarcRecord:
-        warc_headers = {
-            "WARC-Type": record_type,
-            "WARC-Record-ID": self._make_id(),
-            "WARC-Date": _warc_date(self._clock()),
-        }
-        if uri:
-            warc_headers["WARC-Target-URI"] = uri
-        warc_headers.update({k: v for k, v in (headers or {}).items() if v is not None})
-        stream, length = _as_stream(payload)
-        record = self._builder.create_warc_record(
-            uri,
-            record_type,
-            payload=stream,
-            length=length,
-            warc_content_type=content_type,
-            warc_headers_dict=warc_headers,
-            http_headers=http_headers,
-        )
-        self._builder.ensure_digest(record, block=True, payload=False)
-        return record
-
     # -- files ----------------------------------------------------------------------
 
     @contextmanager
@@ -387,7 +246,7 @@ class RotatingWARCWriter:
         writer = WARCWriter(members, gzip=False, warc_version=WARC_VERSION)
         current = _OpenFile(path, fh, writer, members)
         try:
-            self._write_record(current, self._warcinfo_record(current.name))
+            self._write_record(current, self.warcinfo_record(current.name))
             fh.flush()
             os.fsync(fh.fileno())
             fsync_dir(self.directory)
@@ -399,7 +258,7 @@ class RotatingWARCWriter:
 
     def _create_unique(self) -> tuple[Path, BinaryIO]:
         """Create and lock a new ``.open`` file whose name has never been used."""
-        stamp = _utc(self._clock()).strftime("%Y%m%d%H%M%S%f")
+        stamp = as_utc(self._clock()).strftime("%Y%m%d%H%M%S%f")
         while True:
             name = f"{self.prefix}-{stamp}-{self._serial:05d}-{os.getpid()}{WARC_SUFFIX}"
             self._serial += 1
@@ -416,16 +275,6 @@ class RotatingWARCWriter:
             if os.fstat(fh.fileno()).st_nlink:
                 return path, fh
             fh.close()  # a concurrent repair deleted it before we held the lock
-
-    def _warcinfo_record(self, filename: str) -> ArcWarcRecord:
-        body = "".join(f"{k}: {v}\r\n" for k, v in self._warcinfo.items() if v)
-        return self._build(
-            "warcinfo",
-            "",
-            body.encode("utf-8"),
-            content_type="application/warc-fields",
-            headers={"WARC-Filename": filename},
-        )
 
     def _write_record(self, current: _OpenFile, record: ArcWarcRecord) -> RecordLocation:
         offset = current.fh.tell()
@@ -471,45 +320,3 @@ class RotatingWARCWriter:
         log.info("finished %s", final)
         if self._on_finish is not None:
             self._on_finish(final.name, current.captures)
-
-
-# -- small helpers ----------------------------------------------------------------------
-
-
-def _new_record_id() -> str:
-    return f"<urn:uuid:{uuid.uuid4()}>"
-
-
-def _utc(moment: datetime) -> datetime:
-    """``moment`` in UTC; a naive datetime is taken to be UTC already."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
-
-
-def _warc_date(moment: datetime) -> str:
-    """A WARC/1.1 date with microseconds, e.g. ``2024-05-01T12:00:00.000000Z``."""
-    return _utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _warcinfo_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
-    merged = dict(fields or {})
-    for name, value in WARCINFO_DEFAULTS.items():
-        merged.setdefault(name, value)
-    merged.setdefault("hostname", socket.gethostname())
-    return merged
-
-
-def _as_stream(payload: BinaryIO | bytes) -> tuple[BinaryIO, int]:
-    """A seekable stream over ``payload`` and the number of bytes left in it."""
-    if isinstance(payload, bytes | bytearray | memoryview):
-        return BytesIO(payload), len(payload)
-    if not payload.seekable():
-        spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_SIZE)  # noqa: SIM115
-        shutil.copyfileobj(payload, spool)
-        spool.seek(0)
-        payload = spool  # type: ignore[assignment]
-    start = payload.tell()
-    end = payload.seek(0, os.SEEK_END)
-    payload.seek(start)
-    return payload, end - start

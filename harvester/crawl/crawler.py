@@ -25,7 +25,8 @@ from harvester.crawl.links import Link, extract_links
 from harvester.crawl.scheduling import QueuedURL
 from harvester.crawl.sitemaps import sitemap_urls
 from harvester.exceptions import FetchError, PermanentFetchError, TransientFetchError
-from harvester.fetch import Fetcher, FetchResult
+from harvester.exchange import HttpExchange
+from harvester.fetch import Fetcher
 from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 
@@ -154,7 +155,7 @@ class Crawler:
             delay = None
         self.frontier.scheduler.set_crawl_delay(item.host, delay)
 
-    def _archive(self, item: QueuedURL, res: Resource | None, result: FetchResult) -> None:
+    def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
         if result.status in GONE:
             with self.state.transaction():
                 self.state.mark_gone(item.url, result.status)
@@ -175,7 +176,7 @@ class Crawler:
         else:
             self.summary.fetched += 1
 
-    def _links(self, result: FetchResult) -> list[Link]:
+    def _links(self, result: HttpExchange) -> list[Link]:
         ctype = (result.header("Content-Type") or "").split(";")[0].strip().lower()
         headers = result.response_headers
         if ctype not in LINKED_TYPES and not 300 <= result.status < 400:
@@ -203,8 +204,9 @@ class Crawler:
         )
 
 
-def _retry_after(result: FetchResult) -> float | None:
-    from harvester.fetch import parse_retry_after, utcnow
+def _retry_after(result: HttpExchange) -> float | None:
+    from harvester.clock import utcnow
+    from harvester.retries import parse_retry_after
 
     value = result.header("Retry-After")
     return parse_retry_after(value, utcnow()) if value else None

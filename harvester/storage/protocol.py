@@ -31,7 +31,7 @@ crawl wraps a page's mark (:meth:`ResourceStore.mark_archived`, ``mark_failed`` 
 
 ``with state.batch():`` shares one commit among many calls, each whole on its own: a failure
 inside keeps what was done before it (only the commit is shared; nothing is rolled back). The
-fetch loop marks up to ``harvest.COMMIT_EVERY`` resources per batch, the didl strategy a
+fetch loop marks up to ``commit_every`` (a setting) resources per batch, the didl strategy a
 page's. A resource is marked archived only after its WARC records were written out, and a
 list's next ``from`` never passes a listed resource still pending.
 
