@@ -14,12 +14,13 @@ import fcntl
 import os
 from pathlib import Path
 
+from coop_common.component import Component
 from harvester.exceptions import CollectionInUse
 
 LOCK_NAME = "harvest.lock"
 
 
-class CollectionLock:
+class CollectionLock(Component):
     """``open()`` takes the lock or raises :class:`CollectionInUse`; ``close()`` frees it."""
 
     def __init__(self, collection: Path) -> None:
@@ -46,13 +47,6 @@ class CollectionLock:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)  # closing the last descriptor releases the flock
-
-    def __enter__(self) -> CollectionLock:
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _holder(fd: int) -> str:

@@ -5,7 +5,8 @@ the ``Header`` and ``ResumptionToken`` models); the HTTP underneath is our own,
 in :meth:`SafeSickle.harvest`, because an OAI-PMH response is untrusted input. The bounded
 HTTP exchange, the safe XML parser and the envelope check live in :mod:`harvester.oaihttp`
 (retries, redirects, size and time limits, no entities, no DTD); the datestamp helpers (§3.3),
-pure functions, in :mod:`harvester.oaidates`. Together these ``oai*`` modules are the only
+pure functions, in :mod:`harvester.oaidates`; the values a response is read into, in
+:mod:`harvester.oaimodels`. Together these ``oai*`` modules are the only
 code that talks OAI-PMH.
 
 - The tree parsed safely is what sickle's models see: :class:`SafeOAIResponse` hands it out
@@ -30,10 +31,8 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 from lxml import etree
@@ -41,6 +40,7 @@ from sickle import Sickle
 from sickle.models import Header, ResumptionToken
 from sickle.response import OAIResponse
 
+from coop_common.component import Component
 from harvester.clock import utcnow
 from harvester.exceptions import HarvestError, ProtocolError
 from harvester.exchange import HttpExchange
@@ -55,6 +55,7 @@ from harvester.oaidates import (
 )
 from harvester.oaiguard import ListGuard
 from harvester.oaihttp import OAI_NS, Http, check_envelope, parse_oai_xml
+from harvester.oaimodels import EndpointInfo, ListedHeader, ListPage, RawPage, RawRecord
 from harvester.settings import defaults
 
 __all__ = [
@@ -74,9 +75,6 @@ __all__ = [
     "probe",
 ]
 
-if TYPE_CHECKING:
-    pass
-
 log = logging.getLogger(__name__)
 
 _OAI = "{" + OAI_NS + "}"
@@ -86,72 +84,6 @@ _IDENTIFIERS = {  # where each list verb's page holds its identifiers
     "ListIdentifiers": f"{_OAI}ListIdentifiers/{_OAI}header/{_OAI}identifier",
     "ListRecords": f"{_OAI}ListRecords/{_OAI}record/{_OAI}header/{_OAI}identifier",
 }
-
-
-# -- values ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EndpointInfo:
-    """What an Identify response (§4.2) says about a repository.
-
-    ``endpoint`` is the URL this client asked; ``base_url`` is what the repository claims.
-    """
-
-    endpoint: str
-    base_url: str
-    repository_name: str
-    granularity: str
-    deleted_record: str
-    earliest_datestamp: str
-    protocol_version: str
-    compression: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class ListedHeader:
-    """One ``<header>`` of a list (§2.5): the item's identifier, datestamp and sets."""
-
-    identifier: str
-    datestamp: str
-    set_specs: tuple[str, ...]
-    deleted: bool
-
-
-@dataclass(frozen=True)
-class ListPage:
-    """One ListIdentifiers response; ``token`` is None on the last page (§3.5)."""
-
-    headers: tuple[ListedHeader, ...]
-    response_date: str
-    token: str | None
-    cursor: int | None
-    complete_list_size: int | None
-
-
-@dataclass(frozen=True)
-class RawRecord:
-    """One ``<record>`` of a ListRecords page: its header and the parsed element."""
-
-    header: ListedHeader
-    element: etree._Element
-
-    @property
-    def metadata(self) -> etree._Element | None:
-        """The metadata format's root element (e.g. ``didl:DIDL``); None for deletions."""
-        return next(iter(self.element.iterfind(f"{_OAI}metadata/*")), None)
-
-
-@dataclass(frozen=True)
-class RawPage:
-    """One ListRecords response: the HTTP exchange as received plus its parsed records."""
-
-    exchange: HttpExchange
-    records: tuple[RawRecord, ...]
-    response_date: str
-    token: str | None
-    cursor: int | None
-    complete_list_size: int | None
 
 
 # -- sickle ---------------------------------------------------------------------------
@@ -269,7 +201,7 @@ def _list_args(
     return {"metadataPrefix": metadata_prefix, **{k: v for k, v in optional.items() if v}}
 
 
-class OAIClient:
+class OAIClient(Component):
     """Identify and list one OAI-PMH endpoint, page by page.
 
     Each list method yields one page per response, carrying the token that fetches the next
@@ -397,17 +329,6 @@ class OAIClient:
         """Release the HTTP session if this client made it."""
         if self._own_session:
             self._session.close()
-
-    def __enter__(self) -> OAIClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def probe(

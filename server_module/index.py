@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 
+from coop_common.component import Component
 from server_module.changes import RefreshStats, find_changes
 from server_module.exceptions import IndexSchemaError
 from server_module.indexschema import create_tables, meta
@@ -75,7 +75,7 @@ def _await_writer(conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA query_only = ON")
 
 
-class FileIndex:
+class FileIndex(Component):
     """The SQLite index of a document root's files (see the module docstring)."""
 
     def __init__(
@@ -122,17 +122,6 @@ class FileIndex:
             conn.close()
         self._local = threading.local()
         self._secret = None
-
-    def __enter__(self) -> FileIndex:
-        return self.open()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def secret(self) -> bytes:
         """32 random bytes made once per index (for signing resumption tokens)."""

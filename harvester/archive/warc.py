@@ -33,12 +33,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any, BinaryIO
 
 from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
 
+from coop_common.component import Component
 from harvester.archive.cdxline import capture_line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.archive.records import WARC_VERSION, RecordFactory
@@ -108,7 +108,7 @@ class _OpenFile:
         return self.path.name.removesuffix(OPEN_SUFFIX)
 
 
-class RotatingWARCWriter(RecordFactory):
+class RotatingWARCWriter(RecordFactory, Component):
     """Writes record groups into size-rotated WARC files; see the module docstring."""
 
     def __init__(
@@ -155,18 +155,6 @@ class RotatingWARCWriter(RecordFactory):
         if self._file is not None:
             self._finish()
         self._is_open = False
-
-    def __enter__(self) -> RotatingWARCWriter:
-        self.open()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def write_group(
         self,

@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from hashlib import blake2b
 from pathlib import Path
-from types import TracebackType
 from zlib import crc32
 
+from coop_common.component import Component
 from harvester.crawl.clockcache import ClockCache
 from harvester.crawl.fingerprintfile import FIND_SPAN, FingerprintFile
 
@@ -86,7 +86,7 @@ class SeenStats:
     hit_rate: float
 
 
-class SeenSet:
+class SeenSet(Component):
     """The crawl's seen-URL set: a CLOCK cache, a buffer and a sorted fingerprint file.
 
     See the module docstring for the layout and the durability contract.
@@ -121,18 +121,6 @@ class SeenSet:
             self.flush()
         self._store.close()
         self._cache.clear()
-
-    def __enter__(self) -> SeenSet:
-        self.open()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- lookups ---------------------------------------------------------------------
 

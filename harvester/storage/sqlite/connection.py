@@ -11,8 +11,8 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Self
 
+from coop_common.component import Component
 from harvester.exceptions import StateError
 from harvester.storage.sqlite.migration import migrate
 from harvester.storage.sqlite.schema import SCHEMA, SCHEMA_VERSION
@@ -30,7 +30,7 @@ def marks(count: int) -> str:
     return ",".join(PARAM * count)
 
 
-class SQLiteConnection:
+class SQLiteConnection(Component):
     """One state file: opened with :meth:`open` (or ``with``), closed with :meth:`close`."""
 
     def __init__(self, path: Path) -> None:
@@ -52,13 +52,6 @@ class SQLiteConnection:
         if self._db is not None:
             self._db.close()
             self._db = None
-
-    def __enter__(self) -> Self:
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def db(self) -> sqlite3.Connection:
