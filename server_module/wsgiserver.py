@@ -49,6 +49,8 @@ def serve_forever(
         "accesslog": os.environ.get("OAI_PROVIDER_ACCESS_LOG"),
         "timeout": 120,
         "graceful_timeout": 5,
+        # gunicorn's largest (default 4094): a GET of a MAX_TOKEN_LENGTH token must fit
+        "limit_request_line": 8190,
     }
     ProviderServer({"docroot": docroot, **flags, "index_path": index_path}, options).run()
     return 0
