@@ -6,49 +6,35 @@ query string. The long run is ``bench/fuzz.py``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from flask import Flask
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lxml import etree
 
-from server_module.app import create_app
 from server_module.oai.tokens import MAX_TOKEN_LENGTH
 from tests.conftest import start_provider
 from tests.fuzz_oracle import OAI, Corpus, Wire, check, expected
-from tests.fuzz_requests import read_corpus, send_app, send_socket, wires
+from tests.fuzz_provider import (
+    BASE,
+    GUNICORN_ENV,
+    corpus_of,
+    fuzz_app,
+    gunicorn_refusal,
+    serve_argv,
+    socket_corpus,
+)
+from tests.fuzz_requests import send_app, send_socket, wires
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_command
 from tests.sites import Manifest, make_site
 
-BASE = "http://example.org"
-GUNICORN_MAX_LINE = 8190  # gunicorn's largest limit_request_line, which the provider sets
 FUZZ = dict(
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-
-def fuzz_app(site: Manifest, index: Path) -> Flask:
-    """The provider the fuzz drives: small pages, so lists have several tokens."""
-    return create_app(
-        site.root, BASE, index_path=index, page_size=7, records_page_size=5, refresh_interval=0
-    )
-
-
-def corpus_of(client: FlaskClient) -> Corpus:
-    def get(params: dict[str, str]) -> etree._Element:
-        response = client.get("/oai", query_string=params)
-        response.close()
-        return assert_valid(response.data)
-
-    return read_corpus(get)
 
 
 @pytest.fixture(scope="module")
@@ -67,23 +53,13 @@ def corpus(client: FlaskClient) -> Corpus:
     return corpus_of(client)
 
 
-def serve_argv(docroot: Path, index: Path) -> list[str]:
-    """The production server: the CLI's gunicorn, one worker, small pages."""
-    return [
-        sys.executable, "-m", "server_module.cli", "serve", str(docroot),
-        "--port", "{port}", "--base-url", "http://{host}:{port}", "--index", str(index),
-        "--page-size", "7", "--workers", "1", "--threads", "1", "--refresh-interval", "0",
-    ]  # fmt: skip
-
-
 @pytest.fixture(scope="module")
 def server(
     fuzz_site: Manifest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningServer]:
     index = tmp_path_factory.mktemp("fuzz-gunicorn") / "index.sqlite"
-    env = {"OAI_PROVIDER_RECORDS_PAGE_SIZE": "5"}
     argv = serve_argv(fuzz_site.root, index)
-    with start_command(argv, env=env, ready_path="/oai?verb=Identify") as running:
+    with start_command(argv, env=GUNICORN_ENV, ready_path="/oai?verb=Identify") as running:
         yield running
 
 
@@ -109,13 +85,12 @@ def test_in_process_answers_obey_the_oracle(
 @given(data=st.data())
 def test_raw_bytes_to_gunicorn_obey_the_oracle(server: RunningServer, data: st.DataObject) -> None:
     """gunicorn answers a request line it refuses itself, with a 4xx; all else obeys."""
-    corpus = _socket_corpus(server)
+    corpus = socket_corpus(server)
     wire = data.draw(wires(corpus, wire_safe=True), label="wire")
     status, content_type, body = send_socket(server.host, server.port, wire)
-    if any(b > 0x7E for b in wire.query):  # RFC 9112 §3.2: the target is printable ASCII
-        assert status == 400, body[:200]
-    elif len(wire.query) + len(b"POST /oai? HTTP/1.1") > GUNICORN_MAX_LINE:
-        assert status == 414, body[:200]
+    refusal = gunicorn_refusal(wire)
+    if refusal:
+        assert status == refusal, body[:200]
     else:
         check(status, content_type, body, wire, corpus)
 
@@ -127,27 +102,10 @@ def test_raw_bytes_to_werkzeug_obey_the_oracle(
 ) -> None:
     """werkzeug's development server re-encodes a raw byte above 0x7F in the request line as
     UTF-8 (``_wsgi_encoding_dance`` of the latin-1 path) before the application sees it, so
-    those bytes go percent-encoded here; gunicorn, above, passes them through."""
-    corpus = _socket_corpus(dev_server)
+    those bytes go percent-encoded here; gunicorn, above, refuses them (400)."""
+    corpus = socket_corpus(dev_server)
     wire = data.draw(wires(corpus, wire_safe=True, raw_high=False), label="wire")
     check(*send_socket(dev_server.host, dev_server.port, wire), wire, corpus)
-
-
-_CORPORA: dict[int, Corpus] = {}
-
-
-def _socket_corpus(server: RunningServer) -> Corpus:
-    """The real server's own tokens: its secret is its index's, not the test client's."""
-    if server.port not in _CORPORA:
-
-        def get(params: dict[str, str]) -> etree._Element:
-            query = "&".join(f"{k}={v}" for k, v in params.items()).encode()
-            status, _type, body = send_socket(server.host, server.port, Wire("GET", query, None))
-            assert status == 200
-            return assert_valid(body)
-
-        _CORPORA[server.port] = read_corpus(get)
-    return _CORPORA[server.port]
 
 
 def test_the_corpus_covers_every_list_page(corpus: Corpus, fuzz_site: Manifest) -> None:
