@@ -26,6 +26,7 @@ from server_module.files import open_public
 from server_module.headers import etag, file_headers, http_date
 from server_module.oai.errors import BadArgument
 from server_module.oai.render import Envelope, document, errors_body
+from server_module.oai.request import decode_arguments
 from server_module.records import FileRecord
 from server_module.repository import Repository
 
@@ -71,14 +72,23 @@ def oai_endpoint() -> Response:
 
 
 def _raw_arguments() -> list[tuple[str, str]] | None:
-    """The arguments in order, repeats kept (GET query or POST form); None when oversized."""
+    """The arguments in order, repeats kept (POST form body, then query); None when oversized.
+
+    Read from the bytes received (:func:`decode_arguments`): werkzeug's ``args`` and ``form``
+    decode them as strict UTF-8, and a raw byte that is not UTF-8 failed the query (HTTP
+    500) or silently emptied the form.
+    """
     limit = current_app.extensions["oai_settings"].max_request_bytes
     query = request.query_string
     if len(query) > limit or (request.content_length or 0) > limit:
         return None
-    if request.method == "POST":
-        return list(request.form.items(multi=True)) + list(request.args.items(multi=True))
-    return list(request.args.items(multi=True))
+    pairs = decode_arguments(query)
+    if request.method != "POST":
+        return pairs
+    if request.mimetype == "multipart/form-data":
+        return list(request.form.items(multi=True)) + pairs
+    body = request.stream.read(limit + 1)
+    return None if len(body) > limit else decode_arguments(body) + pairs
 
 
 def _too_large(repo: Repository) -> bytes:

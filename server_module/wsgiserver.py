@@ -51,6 +51,8 @@ def serve_forever(
         "accesslog": settings.access_log,
         "timeout": 120,
         "graceful_timeout": 5,
+        # gunicorn's largest (default 4094): a GET of a MAX_TOKEN_LENGTH token must fit
+        "limit_request_line": 8190,
     }
     ProviderServer({"docroot": docroot, **flags, "index_path": idx.path}, options).run()
     return 0

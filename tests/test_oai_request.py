@@ -289,8 +289,22 @@ def test_known_prefix_and_token_requests() -> None:
 def test_too_many_arguments() -> None:
     with pytest.raises(BadArgument):
         parse_request(query("Identify", *[(f"k{i}", "v") for i in range(MAX_ARGUMENTS)]))
-    with pytest.raises(BadArgument):
-        parse_request([("verb", "Identify")] * (MAX_ARGUMENTS + 1))
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [("verb", "Identify")] * (MAX_ARGUMENTS + 1),
+        [("k", "v")] * (MAX_ARGUMENTS + 1),
+        [("verb", "Nonsense"), *[("k", "v")] * MAX_ARGUMENTS],
+    ],
+    ids=["repeated", "missing", "illegal"],
+)
+def test_a_bad_verb_is_bad_verb_however_many_arguments(pairs: Pairs) -> None:
+    """Found by the fuzz: past MAX_ARGUMENTS pairs a missing, repeated or illegal verb was
+    badArgument; §3.6 makes each of them badVerb."""
+    with pytest.raises(BadVerb):
+        parse_request(pairs)
 
 
 @pytest.mark.parametrize(

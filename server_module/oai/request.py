@@ -1,7 +1,8 @@
 """An OAI-PMH request: the received arguments checked into a value, or an OAI error.
 
 The arguments arrive as ``key=value`` pairs from a GET query or a POST form body (§3.1.1),
-in order and possibly repeated. :func:`parse_request` applies the rules of §3.6 and §4:
+in order and possibly repeated; :func:`decode_arguments` reads them from the bytes received.
+:func:`parse_request` applies the rules of §3.6 and §4:
 
 * ``verb`` missing, repeated or not one of the six verbs: ``badVerb``;
 * an argument repeated, not allowed for the verb, required but missing, empty, of illegal
@@ -26,6 +27,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import unquote_to_bytes
 
 from coop_common.xmltext import has_invalid
 from server_module.oai.dates import DAY, DAY_SECONDS, Granularity, parse_datestamp
@@ -39,6 +41,7 @@ __all__ = [
     "SIGNATURES",
     "OAIRequest",
     "Signature",
+    "decode_arguments",
     "echo_attributes",
     "parse_request",
 ]
@@ -52,7 +55,7 @@ MAX_TOKEN_LENGTH: Final = 4096
 _UNRESERVED = r"[A-Za-z0-9\-_.!~*'()]+"
 _METADATA_PREFIX = re.compile(_UNRESERVED)
 _SET_SPEC = re.compile(rf"{_UNRESERVED}(?::{_UNRESERVED})*")
-# Characters outside XML 1.0's Char production cannot be echoed in the <request> element.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +132,9 @@ def parse_request(pairs: Pairs, *, known_prefixes: Collection[str] | None = None
     ...
     server_module.oai.errors.BadArgument: ListSets does not take the argument 'set'
     """
+    verb = _verb(pairs)  # first: a bad verb is badVerb however many arguments come with it
     if len(pairs) > MAX_ARGUMENTS:
         raise BadArgument(f"The request has more than {MAX_ARGUMENTS} arguments")
-    verb = _verb(pairs)
     arguments = tuple(pair for pair in pairs if pair[0] != "verb")
     values = _check_names(verb, arguments)
     for name, value in arguments:
@@ -141,6 +144,30 @@ def parse_request(pairs: Pairs, *, known_prefixes: Collection[str] | None = None
     if known_prefixes is not None and prefix is not None and prefix not in known_prefixes:
         raise CannotDisseminateFormat(f"The metadata format {prefix!r} is not supported")
     return request
+
+
+def decode_arguments(received: bytes) -> list[tuple[str, str]]:
+    """The ``application/x-www-form-urlencoded`` pairs in a query string or POST body, in
+    order, repeats and blank values kept; a field without ``=`` has an empty value.
+
+    Names and values are percent-decoded and read as UTF-8. A byte that is not UTF-8, raw or
+    percent-encoded, stays as its ``%XX`` spelling (as the identifier of a file whose name
+    is not UTF-8 has it), so no input fails to decode.
+
+    >>> decode_arguments(b"verb=Get%52ecord&identifier=caf\\xe9&a+b=%C3%A9&x")
+    [('verb', 'GetRecord'), ('identifier', 'caf%E9'), ('a b', 'é'), ('x', '')]
+    """
+    pairs = []
+    for field in received.split(b"&"):
+        if field:
+            name, _, value = field.partition(b"=")
+            pairs.append((_form_text(name), _form_text(value)))
+    return pairs
+
+
+def _form_text(spelled: bytes) -> str:
+    text = unquote_to_bytes(spelled.replace(b"+", b" ")).decode("utf-8", "surrogateescape")
+    return _ESCAPED_BYTE.sub(lambda m: f"%{ord(m[0]) - 0xDC00:02X}", text)
 
 
 def echo_attributes(pairs: Pairs, error: OAIError) -> tuple[tuple[str, str], ...]:
