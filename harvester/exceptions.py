@@ -17,7 +17,8 @@
     ├── DiscoveryError           no OAI-PMH endpoint, and crawling is not allowed
     ├── ArchiveError             a WARC or DIDL could not be written or repaired
     ├── StateError               the state database is unusable
-    └── CollectionInUse          another run holds the collection's lock (exit code 2)
+    ├── CollectionInUse          another run holds the collection's lock (exit code 2)
+    └── NotACollection           a folder to look at holds no state and no WARC files
 """
 
 from __future__ import annotations
@@ -131,3 +132,7 @@ class CollectionInUse(HarvestError):
     """Another harvester holds the collection's lock: this run must not touch it."""
 
     exit_code = ExitCode.USAGE
+
+
+class NotACollection(HarvestError):
+    """A folder given to ``status``, ``verify``, ``report`` or ``wacz`` holds no collection."""

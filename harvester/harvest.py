@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -31,6 +32,7 @@ from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.redirects import fetch_chain
+from harvester.runlog import RunLog
 from harvester.settings import HarvestSettings
 from harvester.state import ACTIVE, Due, HarvestState, Resource
 from harvester.summary import Progress, Summary
@@ -72,6 +74,8 @@ class Harvest:
             self.summary.endpoint = endpoint.endpoint if endpoint else None
             strategy = f"oai-{self.settings.oai_strategy}" if endpoint else "crawl"
             recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
+            runs = RunLog(self.settings.out)
+            run_id = runs.started(_now(), self.settings.site_url, strategy, self.summary.endpoint)
             self.writer.open()
             try:
                 self._reconcile(recorder, repaired, archive=endpoint is not None)
@@ -83,7 +87,8 @@ class Harvest:
                 self.writer.close()
                 self._index()
             self._count()
-        self.summary.seconds = time.monotonic() - start
+            self.summary.seconds = time.monotonic() - start
+            runs.finished(run_id, _now(), self.summary.as_dict())
         return self.summary
 
     def _harvest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
@@ -285,6 +290,10 @@ class Harvest:
             "isPartOf": self.settings.collection_name,
             "description": f"OAI-PMH-driven harvest of {self.settings.site_url}",
         }
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _http_time(value: str | None) -> float | None:
