@@ -89,3 +89,14 @@ def test_a_folder_that_is_no_collection_is_one_line(
         capsys.readouterr().err
         == f"harvester: {tmp_path}: not a collection (no state.sqlite, no warcs/)\n"
     )
+
+
+def test_didl_exports_the_records_of_several_folders(
+    collection: Harvested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = collection.copy(tmp_path / "c")
+    to = tmp_path / "didl"
+    assert main(["didl", str(collection.out), str(other), "--to", str(to), "--json"]) == 0
+    # the same records twice: the same files, each written once
+    assert json.loads(capsys.readouterr().out)["didl"] == 2 * len(collection.site.public)
+    assert len(list(to.iterdir())) == len(collection.site.public)
