@@ -8,7 +8,8 @@ Three checks, each naming what it found damaged:
 2. every line of ``indexes/*.cdxj`` pointing at a readable record of its file, at its
    offset and of its length, whose target URI is the line's URL;
 3. every capture the state holds (record id, file, offset) naming a readable record with
-   that ``WARC-Record-ID`` at that offset.
+   that ``WARC-Record-ID`` at that offset; captures in a ``.open`` file, which a running
+   harvest is still writing, are left for a later check.
 
 A record after a gzip member that cannot be decompressed is not reachable: the file's walk
 stops there, and index lines or state rows pointing past it are reported too.
@@ -28,6 +29,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
 
+from harvester.archive.files import OPEN_SUFFIX
 from harvester.archive.repair import member_ends
 from harvester.collection import Collection
 from harvester.state import HarvestState
@@ -206,9 +208,12 @@ def check_state(
 ) -> int:
     """Check every capture the state points at; return how many there were."""
     count = 0
+    being_written = {p.name.removesuffix(OPEN_SUFFIX) for p in collection.open_warcs()}
     for site in state.sites():
         for res in state.resources(site, STATUSES):
             if not res.record_id or not res.warc_file or res.warc_offset is None:
+                continue
+            if res.warc_file in being_written:  # a harvest is writing it: not checked yet
                 continue
             count += 1
             problem = _capture_problem(res.record_id, res.warc_file, res.warc_offset, records)

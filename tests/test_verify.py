@@ -150,3 +150,18 @@ def test_the_text_output_names_each_damage_on_its_own_line(
     assert code == ExitCode.FAILED
     assert out[0] == f"{path}: offset {offset}: " + out[0].split(": ", 2)[2]
     assert out[-1].startswith("DAMAGED: 2 WARC files")
+
+
+def test_captures_in_a_file_still_being_written_are_left_for_later(
+    collection: Harvested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a running harvest leaves it: the state points into an ``.open`` file that no index
+    covers yet."""
+    folder = collection.copy(tmp_path / "c")
+    path = the_warc(folder)
+    path.rename(path.with_name(path.name + ".open"))
+    for index in (folder / "indexes").glob("*.cdxj"):
+        index.unlink()
+    code, found = run_verify(folder, capsys)
+    assert code == ExitCode.OK and found["damage"] == []
+    assert (found["warcs"], found["captures"]) == (0, 0)
