@@ -131,7 +131,7 @@ def verify(folders: tuple[Path, ...], quiet: bool, as_json: bool) -> int:
     _log_to(None, quiet)
     with ByteProgress("verify", total_bytes(folders), quiet=quiet) as progress:
         found = check(folders, progress)
-    lines = [str(d) for d in found.damage or []]
+    lines = [str(d) for d in found.damage]
     counts = f"{found.warcs} WARC files, {found.records} records, {found.index_lines} index lines"
     counts += f", {found.captures} captures"
     _echo(

@@ -11,8 +11,9 @@ import io
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from harvester.reportdata import Capture, ReportData
 
@@ -68,8 +69,6 @@ def archived_share(data: ReportData) -> list[tuple[datetime, float]]:
 
 
 def _host(url: str) -> str:
-    from urllib.parse import urlsplit
-
     return urlsplit(url).netloc
 
 
@@ -108,8 +107,6 @@ def over_time(captures: Sequence[Capture]) -> str:
 
 
 def _bins(moments: Sequence[datetime], count: int = 40) -> list[datetime]:
-    from datetime import timedelta
-
     if not moments:
         return []
     start, end = moments[0], moments[-1]

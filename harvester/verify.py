@@ -21,9 +21,9 @@ import json
 import logging
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -69,7 +69,7 @@ class Verification:
     records: int = 0
     index_lines: int = 0
     captures: int = 0
-    damage: list[Damage] | None = None
+    damage: list[Damage] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -77,14 +77,14 @@ class Verification:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["damage"] = [asdict(d) for d in self.damage or []]
+        data["damage"] = [asdict(d) for d in self.damage]
         data["ok"] = self.ok
         return data
 
 
 def verify(folders: Sequence[Path], tick: Tick | None = None) -> Verification:
     """Check each collection folder; ``tick`` is told the bytes read as WARCs are read."""
-    result = Verification(damage=[])
+    result = Verification()
     for folder in folders:
         _verify_one(Collection.at(folder), result, tick or (lambda n: None))
     return result
@@ -96,7 +96,7 @@ def total_bytes(folders: Sequence[Path]) -> int:
 
 
 def _verify_one(collection: Collection, result: Verification, tick: Tick) -> None:
-    damage = result.damage if result.damage is not None else []
+    damage = result.damage
     records: dict[str, dict[int, Record]] = {}
     for path in collection.warcs():
         records[path.name] = read_warc(path, damage, tick)
@@ -132,7 +132,7 @@ def read_warc(path: Path, damage: list[Damage], tick: Tick) -> dict[int, Record]
     return found
 
 
-def _records(fh: Any, path: Path, damage: list[Damage], tick: Tick) -> dict[int, Record]:
+def _records(fh: BinaryIO, path: Path, damage: list[Damage], tick: Tick) -> dict[int, Record]:
     found: dict[int, Record] = {}
     iterator = ArchiveIterator(fh, check_digests=True)
     offset = 0
