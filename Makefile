@@ -13,9 +13,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
-# System tools the tests drive for real (wget as a peer client).
+# System tools the tests drive for real (wget as a peer client, chromium as a browser).
 sysdeps:
 	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 
 demo: $(STAMP)
 	$(BIN)/harvester demo --out demo-out

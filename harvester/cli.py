@@ -87,16 +87,131 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
     return ExitCode.PARTIAL if summary.failed else ExitCode.OK
 
 
+_FOLDERS = click.Path(exists=True, file_okay=False, path_type=Path)
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
 @cli.command()
-@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
 @click.option("--to", "folder", type=click.Path(file_okay=False, path_type=Path), required=True)
-def didl(out: Path, folder: Path) -> int:
-    """Export every DIDL record of the collection OUT as a standalone XML file."""
+@_JSON
+def didl(folders: tuple[Path, ...], folder: Path, as_json: bool) -> int:
+    """Export every DIDL record of the collections FOLDERS... as standalone XML files."""
     from harvester.archive.export import export_didls
 
-    count = export_didls(out / "warcs", folder)
-    click.echo(f"wrote {count} DIDL documents to {folder}")
+    count = sum(export_didls(out / "warcs", folder) for out in folders)
+    _echo({"didl": count, "to": str(folder)}, as_json, f"wrote {count} DIDL documents to {folder}")
     return ExitCode.OK
+
+
+@cli.command()
+@click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
+@_JSON
+def status(folders: tuple[Path, ...], as_json: bool) -> int:
+    """What the collections FOLDERS... hold, and how their last runs went."""
+    from harvester.status import render
+    from harvester.status import status as collection_status
+
+    found = collection_status(folders)
+    _echo(found, as_json, render(found))
+    return ExitCode.OK
+
+
+@cli.command()
+@click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
+@click.option("--quiet", is_flag=True, help="No progress bar or log lines.")
+@_JSON
+def verify(folders: tuple[Path, ...], quiet: bool, as_json: bool) -> int:
+    """Check that the collections FOLDERS... are intact: WARC digests, CDXJ lines, the state.
+
+    Exits 1 naming each damaged file and record offset."""
+    from harvester.progress import ByteProgress
+    from harvester.verify import total_bytes
+    from harvester.verify import verify as check
+
+    _log_to(None, quiet)
+    with ByteProgress("verify", total_bytes(folders), quiet=quiet) as progress:
+        found = check(folders, progress)
+    lines = [str(d) for d in found.damage]
+    counts = f"{found.warcs} WARC files, {found.records} records, {found.index_lines} index lines"
+    counts += f", {found.captures} captures"
+    _echo(
+        found.as_dict(),
+        as_json,
+        "\n".join([*lines, ("ok: " if found.ok else "DAMAGED: ") + counts]),
+    )
+    return ExitCode.OK if found.ok else ExitCode.FAILED
+
+
+@cli.command()
+@click.argument("site_url")
+@click.option("--oai", help="The OAI-PMH endpoint (default: probe SITE_URL/oai, /modoai).")
+@click.option("--set", "set_spec", help="Only this setSpec.")
+@click.option("--deleted", is_flag=True, help="List deleted URLs too, marked.")
+@_JSON
+def urls(site_url: str, oai: str | None, set_spec: str | None, deleted: bool, as_json: bool) -> int:
+    """List every URL of SITE_URL as its provider lists it, archiving nothing."""
+    from harvester.listurls import find_source
+
+    _check_site_url(site_url)
+    source = find_source(site_url, oai, set_spec)
+    count = 0
+    for item in source.urls():
+        if item.deleted and not deleted:
+            continue
+        count += not item.deleted
+        if as_json:
+            line = {"url": item.url, "datestamp": item.datestamp, "deleted": item.deleted}
+            click.echo(json.dumps({**line, "sets": list(item.sets)}))
+        else:
+            click.echo(("deleted " if item.deleted else "") + item.url)
+    if not as_json:
+        click.echo(f"{count} URLs from {source.name}", err=True)
+    return ExitCode.OK
+
+
+@cli.command()
+@click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
+@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@_JSON
+def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
+    """Write a self-contained HTML report, with plots, of the collections FOLDERS..."""
+    from harvester.report import write_report
+
+    found = write_report(folders, target)
+    _echo(found, as_json, f"wrote {target}: " + " ".join(f"{k}={v}" for k, v in found.items()))
+    return ExitCode.OK
+
+
+@cli.command()
+@click.argument("folder", type=_FOLDERS)
+@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--quiet", is_flag=True, help="No progress bar or log lines.")
+@_JSON
+def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:
+    """Package the collection FOLDER as a WACZ 1.1.1 file for ReplayWeb.page and pywb."""
+    from harvester.progress import ByteProgress
+    from harvester.verify import total_bytes
+    from harvester.wacz import write_wacz
+
+    _log_to(None, quiet)
+    with ByteProgress("wacz", total_bytes([folder]), quiet=quiet) as progress:
+        found = write_wacz(folder, target, progress)
+    _echo(
+        found,
+        as_json,
+        f"wrote {target}: " + " ".join(f"{k}={v}" for k, v in found.items() if k != "wacz"),
+    )
+    return ExitCode.OK
+
+
+def _check_site_url(url: str) -> None:
+    if not url.startswith(("http://", "https://")):
+        raise click.UsageError(f"SITE_URL must be an http:// or https:// URL, not {url!r}")
+
+
+def _echo(data: Any, as_json: bool, text: str) -> None:
+    click.echo(json.dumps(data, sort_keys=True) if as_json else text)
 
 
 @cli.command()

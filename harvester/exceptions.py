@@ -18,7 +18,8 @@
     ├── ArchiveError             a WARC or DIDL could not be written or repaired
     ├── StateError               the state database is unusable
     │   └── StateURLError        the state URL names no supported store (exit code 2)
-    └── CollectionInUse          another run holds the collection's lock (exit code 2)
+    ├── CollectionInUse          another run holds the collection's lock (exit code 2)
+    └── NotACollection           a folder to look at holds no state and no WARC files
 """
 
 from __future__ import annotations
@@ -138,3 +139,7 @@ class CollectionInUse(HarvestError):
     """Another harvester holds the collection's lock: this run must not touch it."""
 
     exit_code = ExitCode.USAGE
+
+
+class NotACollection(HarvestError):
+    """A folder given to ``status``, ``verify``, ``report`` or ``wacz`` holds no collection."""

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.redirects import fetch_chain
+from harvester.runlog import RunLog
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import ACTIVE, Due, Resource, State
 from harvester.summary import Progress, Summary
@@ -80,6 +82,8 @@ class Harvest:
             self.summary.endpoint = endpoint.endpoint if endpoint else None
             strategy = f"oai-{self.settings.oai_strategy}" if endpoint else "crawl"
             recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
+            runs = RunLog(self.settings.out)
+            run_id = runs.started(_now(), self.settings.site_url, strategy, self.summary.endpoint)
             self.writer.open()
             try:
                 self._reconcile(recorder, repaired, archive=endpoint is not None)
@@ -91,7 +95,8 @@ class Harvest:
                 self.writer.close()
                 self._index()
             self._count()
-        self.summary.seconds = time.monotonic() - start
+            self.summary.seconds = time.monotonic() - start
+            runs.finished(run_id, _now(), self.summary.as_dict())
         return self.summary
 
     def _harvest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
@@ -264,6 +269,10 @@ class Harvest:
 
     def _expired(self) -> bool:
         return self._deadline is not None and time.monotonic() > self._deadline
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _http_time(value: str | None) -> float | None:

@@ -88,3 +88,53 @@ class ProgressReporter:
         if self._last is None or now - self._last >= self.interval:
             self._last = now
             log.info("%s, %d bytes", status, summary.bytes)
+
+
+class ByteProgress:
+    """Progress through a known number of bytes (``verify``, ``wacz``): a rich bar on a
+    terminal, a log line every ``interval`` seconds elsewhere. Call with bytes just done."""
+
+    def __init__(
+        self,
+        what: str,
+        total: int,
+        *,
+        quiet: bool = False,
+        interval: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.what, self.total, self.done = what, total, 0
+        self.quiet, self.interval, self.clock = quiet, interval, clock
+        self.tty = sys.stderr.isatty() and not quiet
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._last = clock()
+
+    def __enter__(self) -> ByteProgress:
+        if self.tty:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+            self._bar = Progress(
+                f"{self.what} ",
+                BarColumn(),
+                DownloadColumn(),
+                TimeRemainingColumn(),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self.what, total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def __call__(self, nbytes: int) -> None:
+        self.done += nbytes
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=self.done)
+            return
+        now = self.clock()
+        if not self.quiet and now - self._last >= self.interval:
+            self._last = now
+            log.info("%s: %d of %d bytes", self.what, self.done, self.total)

@@ -11,7 +11,7 @@ from typing import TextIO
 
 import pytest
 
-from harvester.progress import ProgressReporter
+from harvester.progress import ByteProgress, ProgressReporter
 from harvester.summary import Summary
 
 
@@ -76,3 +76,40 @@ def test_the_first_line_comes_at_once_even_just_after_boot(
         "listed 2 fetched 1 left 1, 7 bytes",
         "listed 2 fetched 2 left 0, 9 bytes",
     ]
+
+
+# -- verify and wacz: progress through a known number of bytes --------------------------
+
+
+def test_bytes_get_a_bar_on_a_terminal(terminal: TextIO, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with ByteProgress("verify", 1000) as progress:
+        progress(300)
+        progress(200)
+        assert progress._bar is not None
+        (task,) = progress._bar.tasks
+        assert (task.completed, task.total) == (500, 1000)
+    assert not progress._bar.live.is_started
+
+
+def test_bytes_get_a_log_line_per_interval_elsewhere(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    with (
+        caplog.at_level(logging.INFO, "harvester.progress"),
+        ByteProgress("wacz", 1000, interval=5, clock=lambda: now[0]) as progress,
+    ):
+        for _ in range(4):
+            now[0] += 3
+            progress(100)
+    assert caplog.messages == ["wacz: 200 of 1000 bytes", "wacz: 400 of 1000 bytes"]
+
+
+def test_quiet_bytes_say_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    with (
+        caplog.at_level(logging.INFO, "harvester.progress"),
+        ByteProgress("wacz", 10, quiet=True, clock=lambda: now[0]) as progress,
+    ):
+        now[0] += 60
+        progress(10)
+    assert caplog.messages == []

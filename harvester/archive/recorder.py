@@ -4,7 +4,7 @@ One group per resource, written into one file in one flush:
 
 * fetched: ``response`` + ``request`` (WARC-Concurrent-To); then, for a listed URL that
   redirects, the ``response`` + ``request`` of every hop followed, each under its own URI; then
-  a crawled page's outlinks ``metadata``; then the DIDL ``metadata``;
+  a crawled URL's ``metadata`` (its fetch time and outlinks); then the DIDL ``metadata``;
 * unchanged (a 304, or the same payload digest): ``revisit`` + ``request``, then the DIDL;
 * carried by value in an ``oai_didl`` record: ``response`` with the provider's own headers
   from the DIDL's ``http_header`` descriptor (so replay serves its Last-Modified and ETag, and
@@ -120,8 +120,8 @@ class Recorder:
         for hop in followed:
             hop_content = self._response(hop)
             records += [hop_content, self._request(hop, _id(hop_content))]
-        if outlinks:
-            records.append(self._outlinks(result.url, _id(content), outlinks))
+        if outlinks is not None:
+            records.append(self._outlinks(result, _id(content), outlinks))
         locations = self.writer.write_group(
             records, then=lambda locs: [self._didl(res, result, payload, locs[0])]
         )
@@ -153,11 +153,19 @@ class Recorder:
             result.url, _request_headers(result), concurrent_to=concurrent_to, ip=result.peer_ip
         )
 
-    def _outlinks(self, url: str, refers_to: str, outlinks: Sequence[str]) -> ArcWarcRecord:
-        """Heritrix's outlinks record: ``application/warc-fields``, skipped by replay indexers."""
-        body = "".join(f"outlink: {link}\r\n" for link in outlinks).encode("utf-8")
+    def _outlinks(
+        self, result: HttpExchange, refers_to: str, outlinks: Sequence[str]
+    ) -> ArcWarcRecord:
+        """Heritrix's metadata record of a crawled URL: ``application/warc-fields`` (skipped by
+        replay indexers), its fetch time (``fetchTimeMs``: request to the body's end) and its
+        outlinks, one ``outlink`` field each."""
+        fields = [f"fetchTimeMs: {round(result.elapsed * 1000)}\r\n"]
+        fields += [f"outlink: {link}\r\n" for link in outlinks]
         return self.writer.metadata_record(
-            body, content_type="application/warc-fields", refers_to=refers_to, target_uri=url
+            "".join(fields).encode("utf-8"),
+            content_type="application/warc-fields",
+            refers_to=refers_to,
+            target_uri=result.url,
         )
 
     def exchange(self, exchange: HttpExchange) -> list[RecordLocation]:

@@ -27,7 +27,7 @@ from warcio.statusandheaders import StatusAndHeadersParserException
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.exceptions import ArchiveError
 
-__all__ = ["repair_open_files", "verify_warc"]
+__all__ = ["member_ends", "repair_open_files", "verify_warc"]
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +160,16 @@ def _count_records(fh: BinaryIO, path: Path) -> int:
     except (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError, ValueError) as exc:
         raise ArchiveError(f"{path}: record {count}: {exc}") from exc
     return count
+
+
+def member_ends(fh: BinaryIO) -> Iterator[int]:
+    """Where each gzip member of ``fh`` holding exactly one whole WARC record ends, in order;
+    the walk stops before the first member that is truncated, corrupt (CRC included) or not
+    one whole record."""
+    for member in _members(fh):
+        if member.record_type is None:
+            return
+        yield member.end
 
 
 def _members(fh: BinaryIO) -> Iterator[_Member]:

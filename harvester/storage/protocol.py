@@ -187,6 +187,9 @@ class ListStore(Protocol):
     def started(self, keys: list[ListKey]) -> str | None:
         """The earliest responseDate of these lists under way or listed."""
 
+    def known(self) -> list[ListKey]:
+        """Every list the state has a row for (for the commands that look at a collection)."""
+
 
 class SourceStore(Protocol):
     @property
@@ -240,6 +243,12 @@ class ResourceStore(Protocol):
     def counts(self, site: str) -> dict[str, int]: ...
 
     def oldest_unarchived(self, site: str) -> str | None: ...
+
+    def sites(self) -> list[str]:
+        """Every site the collection holds resources of, or an endpoint for."""
+
+    def failures(self, site: str) -> Iterator[tuple[str, int | None, str | None]]:
+        """(status, HTTP status, last error) of each failed, abandoned or gone resource."""
 
 
 class FrontierStore(Protocol):

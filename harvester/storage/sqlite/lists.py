@@ -39,6 +39,11 @@ class SQLiteLists:
             until = self._carried_over(key.endpoint)
         return ListPosition(until, from_, token, date, state)
 
+    def known(self) -> list[ListKey]:
+        """Every list the state has a row for, schema 1's carried-over bound included."""
+        rows = self.db.execute("SELECT endpoint, set_spec, prefix FROM lists ORDER BY 1, 2, 3")
+        return [ListKey(endpoint, spec or None, prefix) for endpoint, spec, prefix in rows]
+
     def _carried_over(self, endpoint: str) -> str | None:
         row = self.db.execute(
             "SELECT harvested_until FROM lists WHERE endpoint=? AND set_spec=? AND prefix=?",

@@ -146,6 +146,17 @@ class SQLiteResources(SQLiteConnection):
         )
         return {status: n for status, n in rows}
 
+    def sites(self) -> list[str]:
+        rows = self.db.execute("SELECT site FROM resources UNION SELECT site FROM sources")
+        return sorted(r[0] for r in rows)
+
+    def failures(self, site: str) -> Iterator[tuple[str, int | None, str | None]]:
+        yield from self.db.execute(
+            "SELECT status, http_status, last_error FROM resources WHERE site=? AND status IN"
+            " ('failed','abandoned','gone')",
+            (site,),
+        )
+
     def oldest_unarchived(self, site: str) -> str | None:
         """The earliest listed datestamp among resources still waiting to be archived
         (pending or deleting): ``from`` may not pass it. Failed ones do not count: the state

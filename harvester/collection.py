@@ -1,0 +1,70 @@
+"""A collection folder as the commands that look at one see it (status, verify, report, wacz).
+
+The layout is the harvest's (``settings.py``): ``warcs/*.warc.gz``, ``state.sqlite``,
+``indexes/*.cdxj``, ``runs.jsonl``. Opening one never creates anything: a folder without a
+state and without WARC files is not a collection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX
+from harvester.exceptions import NotACollection
+from harvester.runlog import RunLog
+from harvester.storage.protocol import State
+from harvester.storage.sqlite.state import SQLiteState
+
+
+@dataclass(frozen=True)
+class Collection:
+    """The paths of the collection in ``folder``."""
+
+    folder: Path
+
+    @classmethod
+    def at(cls, folder: Path) -> Collection:
+        """The collection in ``folder``; NotACollection when it holds none."""
+        found = cls(folder)
+        if not found.state_path.is_file() and not found.warcs():
+            raise NotACollection(f"{folder}: not a collection (no state.sqlite, no warcs/)")
+        return found
+
+    @property
+    def state_path(self) -> Path:
+        return self.folder / "state.sqlite"
+
+    @property
+    def warc_dir(self) -> Path:
+        return self.folder / "warcs"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.folder / "indexes"
+
+    @property
+    def runs(self) -> RunLog:
+        return RunLog(self.folder)
+
+    def warcs(self) -> list[Path]:
+        """The finished WARC files, in name order (``.open`` ones are being written)."""
+        return sorted(self.warc_dir.glob(f"*{WARC_SUFFIX}"))
+
+    def open_warcs(self) -> list[Path]:
+        return sorted(self.warc_dir.glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}"))
+
+    def indexes(self) -> list[Path]:
+        """The CDXJ files pywb would read: the main index and the small per-WARC ones."""
+        return sorted(self.index_dir.glob("*.cdxj"))
+
+    @contextmanager
+    def state(self) -> Iterator[State | None]:
+        """The state, open, or None when the collection has none."""
+        if not self.state_path.is_file():
+            yield None
+            return
+        with SQLiteState(self.state_path) as state:
+            yield state

@@ -1,0 +1,73 @@
+"""A site's complete URL list, without archiving anything: ``harvester urls SITE_URL``.
+
+The counting problem answered by the site itself: its OAI-PMH provider lists every item
+(ListIdentifiers, §4.3, through ``oai.py``), the identifier of each being its URL, deleted
+ones flagged. The endpoint is found as a harvest finds it (``--oai``, else ``SITE_URL/oai``,
+then ``/modoai``). ResourceSync (a second source of URL lists) plugs in as another
+:class:`UrlSource`; none is written yet, so a site without a provider is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from harvester.discovery import reach
+from harvester.exceptions import DiscoveryError, NoRecordsMatch
+from harvester.limits import oai_limits
+from harvester.oai import OAIClient, probe
+from harvester.settings import defaults
+
+
+@dataclass(frozen=True)
+class ListedUrl:
+    url: str
+    datestamp: str
+    deleted: bool
+    sets: tuple[str, ...]
+
+
+class UrlSource(Protocol):
+    """Where a site's URL list comes from: an OAI-PMH provider, or (later) ResourceSync."""
+
+    name: str
+
+    def urls(self) -> Iterator[ListedUrl]: ...
+
+
+@dataclass
+class OaiSource:
+    """Every identifier a provider lists, across resumption tokens."""
+
+    endpoint: str
+    set_spec: str | None = None
+    name: str = "oai-pmh"
+
+    def urls(self) -> Iterator[ListedUrl]:
+        with OAIClient(self.endpoint) as client:
+            try:
+                for page in client.list_identifiers(set_spec=self.set_spec):
+                    for h in page.headers:
+                        yield ListedUrl(h.identifier, h.datestamp, h.deleted, h.set_specs)
+            except NoRecordsMatch:
+                return
+
+
+def find_source(site_url: str, oai: str | None = None, set_spec: str | None = None) -> UrlSource:
+    """The site's URL list: ``oai``, or the provider probed at SITE_URL/oai and /modoai.
+
+    This is where a ResourceSync source (a capability list under ``/.well-known/resourcesync``)
+    would be tried next. DiscoveryError when the site has none, UnreachableError when it
+    cannot be reached.
+    """
+    reach(oai or site_url)
+    if oai:
+        return OaiSource(oai, set_spec)
+    info = probe(site_url, limits=replace(oai_limits(defaults()), max_retries=1))
+    if info is None:
+        raise DiscoveryError(
+            f"no URL list at {site_url.rstrip('/')}: no OAI-PMH endpoint at /oai or /modoai "
+            "(give one with --oai)"
+        )
+    return OaiSource(info.endpoint, set_spec)

@@ -1,0 +1,96 @@
+"""The collection's run log (``DIR/runs.jsonl``): when each harvest ran, how, and what it found.
+
+One JSON object a line, appended: a ``start`` line when a run has found its mode, an ``end``
+line with its counts when it finishes. A run killed before its end keeps only its start line,
+and ``harvester status`` shows it as unfinished. Each line is written with one ``write`` to a
+file opened for appending, so a killed writer leaves at most a torn last line, which readers
+skip. It is a log for people (``status``, ``report``), never read by a harvest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+RUNS_FILE = "runs.jsonl"
+
+
+@dataclass
+class Run:
+    """One run: ``end`` and ``counts`` stay empty when it never finished."""
+
+    run: str
+    start: str
+    mode: str
+    site: str
+    endpoint: str | None = None
+    end: str | None = None
+    counts: dict[str, Any] = field(default_factory=dict)
+
+
+class RunLog:
+    """The run log of the collection in ``folder``."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / RUNS_FILE
+
+    def started(self, start: str, site: str, mode: str, endpoint: str | None) -> str:
+        """Note a run's start; return its id, for :meth:`finished`."""
+        run_id = uuid.uuid4().hex[:12]
+        line = {"run": run_id, "event": "start", "at": start, "site": site, "mode": mode}
+        self._append({**line, "endpoint": endpoint})
+        return run_id
+
+    def finished(self, run_id: str, end: str, counts: Mapping[str, Any]) -> None:
+        self._append({"run": run_id, "event": "end", "at": end, "counts": dict(counts)})
+
+    def runs(self) -> list[Run]:
+        """Every run in the order they started; torn or foreign lines are skipped."""
+        runs: dict[str, Run] = {}
+        for entry in self._entries():
+            run_id, at = str(entry.get("run", "")), str(entry.get("at", ""))
+            if entry.get("event") == "start":
+                runs[run_id] = Run(
+                    run_id,
+                    at,
+                    str(entry.get("mode")),
+                    str(entry.get("site")),
+                    entry.get("endpoint"),
+                )
+            elif entry.get("event") == "end" and run_id in runs:
+                runs[run_id].end = at
+                runs[run_id].counts = dict(entry.get("counts") or {})
+        return list(runs.values())
+
+    def _entries(self) -> list[dict[str, Any]]:
+        try:
+            text = self.path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        entries = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+    def _append(self, entry: Mapping[str, Any]) -> None:
+        data = (json.dumps(entry, sort_keys=True) + "\n").encode("utf-8")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as exc:  # a log for people: the harvest goes on without it
+            log.warning("cannot write the run log %s: %s", self.path, exc)

@@ -1,0 +1,144 @@
+"""What a collection holds and how its harvests went: ``harvester status DIR...``.
+
+Per folder: resources by state status (``archived``, ``pending``, ``failed``…), failures by
+reason, the WARC files and their bytes, the last runs from the run log (``runlog.py``), and
+per site its endpoint (or ``crawl``) with each list's incremental bound. ``unchanged`` is a
+count of the last run (a revisit is archived as far as the state is concerned). Several
+folders (one job spread over several, as scale-out makes them) add up to a ``total``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from harvester.collection import Collection
+from harvester.storage.protocol import State
+
+LAST_RUNS = 5
+_URL = re.compile(r"\w+://\S+?(?=:?(?:\s|$))")
+
+
+def status(folders: Sequence[Path]) -> dict[str, Any]:
+    """The status of each collection folder and their total."""
+    collections = [folder_status(Collection.at(folder)) for folder in folders]
+    total: Counter[str] = Counter()
+    for one in collections:
+        total.update(one["resources"])
+        total.update({"warc_files": one["warcs"]["files"], "warc_bytes": one["warcs"]["bytes"]})
+    return {"collections": collections, "total": dict(sorted(total.items()))}
+
+
+def folder_status(collection: Collection) -> dict[str, Any]:
+    warcs = collection.warcs()
+    runs = collection.runs.runs()
+    result: dict[str, Any] = {
+        "folder": str(collection.folder),
+        "resources": {},
+        "failures": {},
+        "sites": [],
+        "warcs": {
+            "files": len(warcs),
+            "bytes": sum(p.stat().st_size for p in warcs),
+            "open": len(collection.open_warcs()),
+        },
+        "runs": [asdict(run) for run in runs[-LAST_RUNS:]],
+    }
+    with collection.state() as state:
+        if state is not None:
+            _read_state(state, result)
+    last = runs[-1].counts if runs else {}
+    result["resources"]["unchanged_last_run"] = int(last.get("unchanged", 0))
+    return result
+
+
+def _read_state(state: State, result: dict[str, Any]) -> None:
+    resources: Counter[str] = Counter()
+    failures: Counter[str] = Counter()
+    for site in state.sites():
+        counts = state.counts(site)
+        resources.update(counts)
+        failures.update(reason(s, h, e) for s, h, e in state.failures(site))
+        source = state.source(site)
+        endpoint = source.endpoint if source else None
+        result["sites"].append(
+            {"site": site, "endpoint": endpoint, "mode": "oai" if endpoint else "crawl"}
+        )
+    for entry in result["sites"]:
+        entry["lists"] = _lists(state, entry["endpoint"])
+    result["resources"] = dict(sorted(resources.items()))
+    result["failures"] = dict(failures.most_common())
+
+
+def _lists(state: State, endpoint: str | None) -> list[dict[str, Any]]:
+    lists = []
+    for key in state.lists.known():
+        if key.endpoint != endpoint:
+            continue
+        pos = state.lists.position(key)
+        lists.append(
+            {
+                "set": key.set_spec or "",
+                "prefix": key.prefix,
+                "from": pos.harvested_until,
+                "state": pos.state,
+            }
+        )
+    return lists
+
+
+def reason(status: str, http_status: int | None, error: str | None) -> str:
+    """A failure's reason, shared by every resource that failed the same way.
+
+    >>> reason("failed", 404, "HTTP 404 Not Found")
+    'HTTP 404'
+    >>> reason("abandoned", None, "cannot reach http://h/x: Connection refused")
+    'cannot reach URL: Connection refused'
+    >>> reason("gone", 410, None)
+    'HTTP 410'
+    """
+    if http_status:
+        return f"HTTP {http_status}"
+    return _URL.sub("URL", error or status).strip()[:120]
+
+
+def render(report: dict[str, Any]) -> str:
+    """The status as lines for people; :func:`status`'s dict is the ``--json`` form."""
+    lines: list[str] = []
+    for one in report["collections"]:
+        lines += _render_one(one)
+    if len(report["collections"]) > 1:
+        lines.append("total: " + _pairs(report["total"]))
+    return "\n".join(lines)
+
+
+def _render_one(one: dict[str, Any]) -> list[str]:
+    warcs = one["warcs"]
+    lines = [
+        f"{one['folder']}: " + _pairs(one["resources"]),
+        f"  warcs: {warcs['files']} files, {warcs['bytes']} bytes"
+        + (f", {warcs['open']} open" if warcs["open"] else ""),
+    ]
+    for cause, n in one["failures"].items():
+        lines.append(f"  failed {n}: {cause}")
+    for site in one["sites"]:
+        lines.append(f"  site {site['site']}: {site['endpoint'] or 'crawl'}")
+        for item in site["lists"]:
+            what = f"set {item['set']}" if item["set"] else "all sets"
+            lines.append(f"    list {what} ({item['prefix']}): from {item['from'] or '-'}")
+    for run in one["runs"]:
+        counts = run["counts"]
+        done = _pairs({k: counts[k] for k in _RUN_KEYS if k in counts}) or "unfinished"
+        lines.append(f"  run {run['start']} .. {run['end'] or '?'} {run['mode']}: {done}")
+    return lines
+
+
+_RUN_KEYS = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
+
+
+def _pairs(values: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in values.items())
