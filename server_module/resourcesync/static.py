@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from server_module.index import FileIndex
+from server_module.resourcesync.documents import MAX_ENTRIES
 from server_module.resourcesync.publication import CAPABILITIES, SOURCE, Publication
 from server_module.resourcesync.source import Source
 
@@ -61,6 +62,7 @@ def publish_static(
     state: Path | None = None,
     exclude: tuple[str, ...] = (),
     allow_outside: tuple[Path, ...] = (),
+    max_entries: int = MAX_ENTRIES,
 ) -> StaticRun:
     """One run: refresh, close the run's Change List, write every document under ``out``."""
     out = out or docroot
@@ -73,7 +75,7 @@ def publish_static(
     )
     with index:
         index.refresh()
-        source = Source(index, state / "ledger.sqlite").open()
+        source = Source(index, state / "ledger.sqlite", max_entries=max_entries).open()
         changes = source.sync(close_run=True)
         with source.publication() as publication:
             written = _write_all(publication, out)
