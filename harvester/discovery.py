@@ -57,6 +57,7 @@ def discover(
 def _resourcesync(settings: HarvestSettings, state: HarvestState) -> ResourceSyncSource | None:
     with ResourceSyncReader(settings.site_url, user_agent=settings.user_agent) as reader:
         source = reader.discover()
+        problem = reader.problem
     if source is not None:
         log.info("ResourceSync capability list %s", source.capability_list)
         state.record_endpoint(
@@ -66,7 +67,7 @@ def _resourcesync(settings: HarvestSettings, state: HarvestState) -> ResourceSyn
     if settings.mode == "resourcesync":
         raise DiscoveryError(
             f"no ResourceSync source description at {settings.site_url.rstrip('/')}"
-            "/.well-known/resourcesync"
+            f"/.well-known/resourcesync ({problem})"
         )
     log.info("no OAI-PMH endpoint or ResourceSync source at %s: crawling", settings.site_url)
     return None

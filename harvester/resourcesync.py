@@ -80,6 +80,7 @@ class ResourceSyncReader:
     def __init__(self, site_url: str, *, user_agent: str, max_retries: int = 3) -> None:
         self.site_url = site_url
         self.origin = _origin(site_url)
+        self.problem: str | None = None  # why discover() found none, when it did not
         self._session = requests.Session()
         limits = Limits(user_agent, 30.0, max_retries, MAX_BYTES, 60.0, 1.0, 300.0)
         self._http = Http(self._session, limits, time.sleep, _utcnow, random.Random())
@@ -99,6 +100,7 @@ class ResourceSyncReader:
             root = self._read(description)
         except (FetchError, ProtocolError) as exc:
             log.info("no ResourceSync source description at %s: %s", description, exc)
+            self.problem = str(exc)
             return None
         caps = self._capabilities(root, description, "description")
         if not caps.get("capabilitylist"):

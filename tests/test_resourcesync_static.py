@@ -22,8 +22,8 @@ from lxml import etree
 from bench.crawl import NGINX_CONF, nginx_binary
 from server_module.cli import main as provider_main
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
-from tests.test_harvest import records
 from tests.sites import Manifest, make_site
+from tests.test_harvest import records
 
 BIN = Path(sys.executable).parent
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -146,3 +146,32 @@ def test_each_run_adds_a_change_list_and_big_lists_split(
     public = {url_of(base, p) for p in other.public}
     assert len(root.findall(f"{SM}sitemap")) == -(-len(public) // 7)
     assert sorted(listed) == sorted(public)
+
+
+def test_a_hostile_source_description_is_one_line_naming_it(tmp_path: Path) -> None:
+    """Entities are never expanded: a DOCTYPE is refused with one line naming the URL."""
+    root = tmp_path / "hostile"
+    (root / ".well-known").mkdir(parents=True)
+    (root / "index.html").write_text("<p>hi</p>")
+    laughs = (
+        '<?xml version="1.0"?><!DOCTYPE u [<!ENTITY a "aaaaaaaaaa">'
+        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>&b;</loc></url>'
+        "</urlset>"
+    )
+    (root / ".well-known" / "resourcesync").write_text(laughs)
+    with serving(root, tmp_path / "nginx") as base:
+        done = subprocess.run(
+            [str(BIN / "harvester"), "harvest", base, "--out", str(tmp_path / "out")]
+            + ["--mode", "resourcesync", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 1, done.stderr
+    where = f"{base}/.well-known/resourcesync"
+    assert done.stderr.strip().splitlines() == [
+        f"harvester: no ResourceSync source description at {where}"
+        f" ({where}: DOCTYPE declarations are refused)"
+    ]
