@@ -118,7 +118,9 @@ def _listed(entry: Listing, at: str | None) -> Listed:
 
 
 def _minus_second(stamp: str) -> str:
-    """>>> _minus_second("2024-05-10T00:00:00Z")
+    """One second before ``stamp``.
+
+    >>> _minus_second("2024-05-10T00:00:00Z")
     '2024-05-09T23:59:59Z'
     """
     moved = parse_oai_datestamp(stamp) - timedelta(seconds=1)

@@ -162,8 +162,16 @@ def test_a_hostile_source_description_is_one_line_naming_it(tmp_path: Path) -> N
     (root / ".well-known" / "resourcesync").write_text(laughs)
     with serving(root, tmp_path / "nginx") as base:
         done = subprocess.run(
-            [str(BIN / "harvester"), "harvest", base, "--out", str(tmp_path / "out")]
-            + ["--mode", "resourcesync", "--quiet"],
+            [
+                str(BIN / "harvester"),
+                "harvest",
+                base,
+                "--out",
+                str(tmp_path / "out"),
+                "--mode",
+                "resourcesync",
+                "--quiet",
+            ],
             capture_output=True,
             text=True,
             timeout=120,

@@ -179,7 +179,9 @@ def _entry(row: Row) -> Entry:
 
 
 def _part_name(kind: str, number: int) -> str:
-    """>>> _part_name("changelist", 3)
+    """The file name of a list's part.
+
+    >>> _part_name("changelist", 3)
     'changelist-00003.xml'
     """
     return f"{kind}-{number:05d}.xml"
