@@ -55,8 +55,9 @@ def discover(
 
 
 def _resourcesync(settings: HarvestSettings, state: HarvestState) -> ResourceSyncSource | None:
-    with ResourceSyncReader(settings.site_url, user_agent=settings.user_agent) as reader:
-        source = reader.discover()
+    agent = settings.user_agent
+    with ResourceSyncReader(settings.site_url, user_agent=agent, max_retries=1) as reader:
+        source = reader.discover()  # one retry, as the OAI-PMH probe
         problem = reader.problem
     if source is not None:
         log.info("ResourceSync capability list %s", source.capability_list)

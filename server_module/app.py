@@ -52,11 +52,12 @@ def create_app(
     )
     refresher = Refresher(index, settings.refresh_interval, watch=settings.watch)
     app.extensions.update(oai_repository=repo, oai_settings=settings, oai_refresher=refresher)
-    source = Source(index, default_ledger_path(index.path)).open()
-    source.sync()  # the first sync is the ResourceSync baseline
-    app.extensions["resourcesync_source"] = source
     app.register_blueprint(make_blueprint(settings.endpoint))
-    app.register_blueprint(resourcesync_blueprint())
+    if settings.resourcesync:
+        source = Source(index, default_ledger_path(index.path)).open()
+        source.sync()  # the first sync is the ResourceSync baseline
+        app.extensions["resourcesync_source"] = source
+        app.register_blueprint(resourcesync_blueprint())
     if settings.serve_files:
         app.register_blueprint(file_blueprint())
     app.before_request(refresher.open)

@@ -51,6 +51,11 @@ def cli() -> None:
     default=None,
     help="Make the next list page while the harvester parses this one.  [default: on]",
 )
+@click.option(
+    "--resourcesync/--no-resourcesync",
+    default=None,
+    help="Also publish the site as a ResourceSync source.  [default: on]",
+)
 @ALLOW_OUTSIDE
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--workers", default=2, show_default=True, type=int)
