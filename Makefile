@@ -13,10 +13,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
-# System tools the tests drive for real (wget as a peer client, chromium as a browser).
+# System tools the tests drive for real (wget as a peer client, chromium as a browser, nginx
+# serving a static site).
 sysdeps:
 	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
+		{ apt-get update -qq && apt-get install -y -qq nginx-light; }
 
 demo: $(STAMP)
 	$(BIN)/harvester demo --out demo-out

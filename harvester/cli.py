@@ -41,7 +41,11 @@ def cli() -> None:
     help="The collection folder; rerunning on it harvests incrementally.",
 )
 @click.option("--oai", help="The OAI-PMH endpoint (default: probe SITE_URL/oai, /modoai).")
-@click.option("--mode", type=click.Choice(["auto", "oai", "crawl"]))
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "oai", "resourcesync", "crawl"]),
+    help="auto: OAI-PMH, else ResourceSync, else crawl.  [default: auto]",
+)
 @click.option("--set", "sets", multiple=True, help="Harvest only this setSpec (repeatable).")
 @click.option("--oai-strategy", type=click.Choice(["get", "didl"]))
 @click.option("--concurrency", type=int, help="Simultaneous fetches.  [default: 16]")

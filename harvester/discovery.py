@@ -1,9 +1,12 @@
-"""Finding a site's OAI-PMH endpoint, or deciding that it has none.
+"""Finding how to list a site: its OAI-PMH endpoint, its ResourceSync source, or neither.
 
 ``--oai`` wins; otherwise ``SITE_URL/oai`` and then ``SITE_URL/modoai`` are probed with
-``verb=Identify`` and only a well-formed Identify response is accepted. With none, ``--mode
-auto`` falls back to crawling the site's links. What was found is
-recorded in the state: the endpoint, its granularity and its deletedRecord policy.
+``verb=Identify`` and only a well-formed Identify response is accepted. With none, a
+ResourceSync Source Description at ``SITE_URL/.well-known/resourcesync`` is looked for
+(:mod:`harvester.resourcesync`); with none either, ``--mode auto`` falls back to crawling the
+site's links, seeded from its sitemaps. ``--mode resourcesync`` takes ResourceSync only. What
+was found is recorded in the state: the endpoint (or Capability List), its granularity and
+its deletedRecord policy.
 
 Before all that, the site (or ``--oai``, when given) must be reachable at all: its host
 resolves, its port accepts a connection and, for ``https``, speaks TLS. Otherwise the run
@@ -23,6 +26,7 @@ from urllib.parse import urlsplit
 from harvester.exceptions import DiscoveryError, UnreachableError
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, probe
+from harvester.resourcesync import ResourceSyncReader, ResourceSyncSource
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import State
 
@@ -30,17 +34,17 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 10.0  # seconds for the connection and the TLS handshake, each
 
 
-def discover(settings: HarvestSettings, state: State) -> EndpointInfo | None:
-    """The endpoint to harvest, or None to crawl; DiscoveryError with ``--mode oai`` and none,
-    UnreachableError when the site (or ``--oai``) cannot be reached."""
+def discover(settings: HarvestSettings, state: State) -> EndpointInfo | ResourceSyncSource | None:
+    """The endpoint or ResourceSync source to harvest, or None to crawl; DiscoveryError with
+    ``--mode oai`` or ``resourcesync`` and none, UnreachableError when the site (or ``--oai``)
+    cannot be reached."""
     reach(settings.oai or settings.site_url)
     if settings.mode == "crawl":
         return None
-    info = _identify(settings)
+    info = None if settings.mode == "resourcesync" else _identify(settings)
+    if info is None and settings.mode in ("auto", "resourcesync"):
+        return _resourcesync(settings, state)
     if info is None:
-        if settings.mode == "auto":
-            log.info("no OAI-PMH endpoint at %s: crawling it instead", settings.site_url)
-            return None
         raise DiscoveryError(
             f"no OAI-PMH endpoint at {settings.site_url.rstrip('/')}/oai or /modoai; "
             "give one with --oai, or crawl with --mode crawl"
@@ -48,6 +52,26 @@ def discover(settings: HarvestSettings, state: State) -> EndpointInfo | None:
     log.info("OAI-PMH endpoint %s (granularity %s)", info.endpoint, info.granularity)
     state.record_endpoint(settings.site_url, info.endpoint, info.granularity, info.deleted_record)
     return info
+
+
+def _resourcesync(settings: HarvestSettings, state: State) -> ResourceSyncSource | None:
+    limits = replace(oai_limits(settings), max_retries=1)
+    with ResourceSyncReader(settings.site_url, limits) as reader:
+        source = reader.discover()  # one retry, as the OAI-PMH probe
+        problem = reader.problem
+    if source is not None:
+        log.info("ResourceSync capability list %s", source.capability_list)
+        state.record_endpoint(
+            settings.site_url, source.capability_list, "YYYY-MM-DDThh:mm:ssZ", "persistent"
+        )
+        return source
+    if settings.mode == "resourcesync":
+        raise DiscoveryError(
+            f"no ResourceSync source description at {settings.site_url.rstrip('/')}"
+            f"/.well-known/resourcesync ({problem})"
+        )
+    log.info("no OAI-PMH endpoint or ResourceSync source at %s: crawling", settings.site_url)
+    return None
 
 
 def _identify(settings: HarvestSettings) -> EndpointInfo | None:

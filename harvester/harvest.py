@@ -1,5 +1,8 @@
 """One harvest run: discovery -> list -> fetch -> archive -> state (docs/architecture.md).
 
+The list comes from an OAI-PMH endpoint (:mod:`harvester.listing`) or a ResourceSync source
+(:mod:`harvester.rslisting`); without either, the site is crawled.
+
 A run is resumable at every step. Each list's position is saved after each page; a resource
 is marked archived only after its WARC group was written out; and the date each list of the
 next incremental run asks ``from`` is that list's own responseDate, held back to the oldest
@@ -35,6 +38,8 @@ from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.redirects import fetch_chain
+from harvester.resourcesync import ResourceSyncSource
+from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import ACTIVE, Due, Resource, State
@@ -78,19 +83,19 @@ class Harvest:
         with CollectionLock(self.settings.out), self.state:
             self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
-            endpoint = discover(self.settings, self.state)
-            self.summary.endpoint = endpoint.endpoint if endpoint else None
-            strategy = f"oai-{self.settings.oai_strategy}" if endpoint else "crawl"
+            found = discover(self.settings, self.state)
+            strategy = _strategy(found, self.settings.oai_strategy)
+            self.summary.endpoint = _endpoint_url(found)
             recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
             runs = RunLog(self.settings.out)
             run_id = runs.started(_now(), self.settings.site_url, strategy, self.summary.endpoint)
             self.writer.open()
             try:
-                self._reconcile(recorder, repaired, archive=endpoint is not None)
-                if endpoint is None:
+                self._reconcile(recorder, repaired, archive=found is not None)
+                if found is None:
                     asyncio.run(self._crawl(recorder))
                 else:
-                    self._harvest(endpoint, recorder)
+                    self._harvest(self._lister(found, recorder), recorder)
             finally:
                 self.writer.close()
                 self._index()
@@ -99,9 +104,16 @@ class Harvest:
             runs.finished(run_id, _now(), self.summary.as_dict())
         return self.summary
 
-    def _harvest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
-        """The OAI-PMH path: list, note deletions, fetch what is new or newer."""
-        lister = Lister(self.settings, self.state, endpoint, recorder, self.summary)
+    def _lister(
+        self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder
+    ) -> Lister | ResourceSyncLister:
+        if isinstance(found, ResourceSyncSource):
+            return ResourceSyncLister(self.settings, self.state, found, self.summary)
+        return Lister(self.settings, self.state, found, recorder, self.summary)
+
+    def _harvest(self, lister: Lister | ResourceSyncLister, recorder: Recorder) -> None:
+        """The listed path (OAI-PMH or ResourceSync): list, note deletions, fetch what is
+        new or newer."""
         list_complete = lister.run(self._expired)
         started = lister.started()
         self._list_started = parse_oai_datestamp(started).timestamp() if started else None
@@ -273,6 +285,20 @@ class Harvest:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _strategy(found: EndpointInfo | ResourceSyncSource | None, oai_strategy: str) -> str:
+    if found is None:
+        return "crawl"
+    if isinstance(found, ResourceSyncSource):
+        return "resourcesync"
+    return f"oai-{oai_strategy}"
+
+
+def _endpoint_url(found: EndpointInfo | ResourceSyncSource | None) -> str | None:
+    if isinstance(found, ResourceSyncSource):
+        return found.capability_list
+    return None if found is None else found.endpoint
 
 
 def _http_time(value: str | None) -> float | None:

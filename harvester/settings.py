@@ -29,7 +29,7 @@ class HarvestSettings:
     site_url: str
     out: Path
     oai: str | None = None  # the endpoint; found by probing SITE_URL/oai, /modoai when None
-    mode: str = "auto"  # auto | oai | crawl
+    mode: str = "auto"  # auto | oai | resourcesync | crawl
     sets: tuple[str, ...] = ()
     oai_strategy: str = "get"  # get | didl
     concurrency: int = 16
@@ -137,7 +137,7 @@ def load_settings(
 def _check(values: Mapping[str, Any]) -> None:
     """Choices and lower bounds; ``load`` reports the error as a usage error."""
     choices = {
-        "mode": ("auto", "oai", "crawl"),
+        "mode": ("auto", "oai", "resourcesync", "crawl"),
         "oai_strategy": ("get", "didl"),
         "schedule": ("bfs", "performance", "quality", "capability"),
     }

@@ -1,8 +1,9 @@
 """The application factory: ``create_app(docroot=..., base_url=...)`` is a WSGI application.
 
 It opens (and refreshes) the file index, builds the repository, and mounts the OAI-PMH
-endpoint; with ``serve_files`` (the default) it also serves the site's files, otherwise the
-web server in front (nginx, Apache) serves them and proxies only the endpoint.
+endpoint and the ResourceSync documents (:mod:`server_module.resourcesync`); with
+``serve_files`` (the default) it also serves the site's files, otherwise the web server in
+front (nginx, Apache) serves them and proxies only the endpoint and the documents.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from server_module.formats import FormatRegistry, default_registry
 from server_module.index import FileIndex, default_index_path
 from server_module.refresher import Refresher
 from server_module.repository import Repository
+from server_module.resourcesync.ledger import default_ledger_path
+from server_module.resourcesync.source import Source
+from server_module.resourcesync.views import resourcesync_blueprint
 from server_module.settings import ProviderSettings, load_settings
 from server_module.views import file_blueprint, make_blueprint
 
@@ -49,6 +53,11 @@ def create_app(
     refresher = Refresher(index, settings.refresh_interval, watch=settings.watch)
     app.extensions.update(oai_repository=repo, oai_settings=settings, oai_refresher=refresher)
     app.register_blueprint(make_blueprint(settings.endpoint))
+    if settings.resourcesync:
+        source = Source(index, default_ledger_path(index.path)).open()
+        source.sync()  # the first sync is the ResourceSync baseline
+        app.extensions["resourcesync_source"] = source
+        app.register_blueprint(resourcesync_blueprint())
     if settings.serve_files:
         app.register_blueprint(file_blueprint())
     app.before_request(refresher.open)

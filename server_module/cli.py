@@ -1,5 +1,6 @@
 """The ``oai-provider`` command: ``serve`` runs the provider under gunicorn, ``index`` refreshes
-the file index once. Commands only parse flags, build components and call them."""
+the file index once, ``resourcesync`` writes the ResourceSync documents as static files.
+Commands only parse flags, build components and call them."""
 
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def cli() -> None:
     default=None,
     help="Make the next list page while the harvester parses this one.  [default: on]",
 )
+@click.option(
+    "--resourcesync/--no-resourcesync",
+    default=None,
+    help="Also publish the site as a ResourceSync source.  [default: on]",
+)
 @ALLOW_OUTSIDE
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--workers", default=2, show_default=True, type=int)
@@ -82,6 +88,46 @@ def index(docroot: Path, allow_outside: tuple[Path, ...], **flags: Any) -> int:
     click.echo(f"{idx.path}: {stats}")
     if report := outside_report(idx.outside):
         click.echo(report)
+    return 0
+
+
+@cli.command()
+@click.argument("docroot", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--base-url", required=True, help="The site's public URL.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the web server serves the base URL's root.  [default: DOCROOT]",
+)
+@click.option(
+    "--state",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The run's own index and ledger.  [default: .<root>.resourcesync/ beside DOCROOT]",
+)
+@ALLOW_OUTSIDE
+@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+def resourcesync(
+    docroot: Path,
+    out: Path | None,
+    state: Path | None,
+    allow_outside: tuple[Path, ...],
+    **flags: Any,
+) -> int:
+    """Write DOCROOT's ResourceSync documents as static files; each later run adds a Change
+    List of what changed since the run before."""
+    from server_module.resourcesync.static import publish_static
+    from server_module.settings import load_settings
+
+    settings = load_settings(docroot=docroot, allow_outside=allow_outside or None, **flags)
+    run = publish_static(
+        docroot,
+        settings.base_url,
+        out=out,
+        state=state,
+        exclude=settings.exclude,
+        allow_outside=settings.allow_outside,
+    )
+    click.echo(f"{run.changes} changes; {len(run.written)} documents under {out or docroot}")
     return 0
 
 

@@ -40,6 +40,7 @@ class ProviderSettings:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES
     allow_outside: tuple[Path, ...] = ()  # folders outside the root that symlinks may publish
     serve_files: bool = True  # False when nginx/Apache serves the files and proxies the endpoint
+    resourcesync: bool = True  # also publish the ResourceSync documents (/.well-known/resourcesync)
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument
     access_log: str | None = None  # gunicorn's access log under `serve`: a file, or "-" for stdout
 

@@ -37,10 +37,11 @@ def url_of(server: RunningServer, rel: str) -> str:
 
 @pytest.fixture()
 def plain_site(tmp_path: Path) -> Iterator[tuple[Manifest, RunningServer, Path]]:
-    """A generated site on a server with no OAI-PMH endpoint where the harvester looks."""
+    """A generated site on a server with no OAI-PMH endpoint where the harvester looks, and no
+    ResourceSync source."""
     site = make_site(tmp_path / "www", pages=50, seed=4)
     index = tmp_path / "index.sqlite"
-    with start_provider(site.root, index, endpoint="/not-oai") as server:
+    with start_provider(site.root, index, endpoint="/not-oai", resourcesync=False) as server:
         yield site, server, index
 
 
@@ -117,6 +118,7 @@ def test_politeness_spacing_seen_by_the_server(hostile: RunningServer, tmp_path:
         "/_log",
         "/oai?verb=Identify",
         "/modoai?verb=Identify",
+        "/.well-known/resourcesync",
     )
     starts = [t for t, path in log if path not in prerequisites]
     assert len(starts) >= 5
@@ -153,7 +155,9 @@ def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path) -> None
 def test_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     site = make_site(tmp_path / "www", pages=250, seed=8)
     out = tmp_path / "out"
-    with start_provider(site.root, tmp_path / "index.sqlite", endpoint="/not-oai") as server:
+    with start_provider(
+        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
+    ) as server:
         argv = [
             sys.executable,
             "-m",
