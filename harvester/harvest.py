@@ -23,7 +23,7 @@ from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
-from harvester.discovery import discover
+from harvester.discovery import discover, records_mode
 from harvester.exceptions import ArchiveError, FetchError
 from harvester.fetch import Fetcher, FetchResult, FetchSettings
 from harvester.listing import Lister
@@ -70,13 +70,18 @@ class Harvest:
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
             endpoint = discover(self.settings, self.state)
             self.summary.endpoint = endpoint.endpoint if endpoint else None
+            records = endpoint is not None and records_mode(self.settings, endpoint, self.state)
+            self.summary.mode = "records" if records else "oai" if endpoint else "crawl"
             strategy = f"oai-{self.settings.oai_strategy}" if endpoint else "crawl"
+            strategy = "oai-records" if records else strategy
             recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
             self.writer.open()
             try:
                 self._reconcile(recorder, repaired, archive=endpoint is not None)
                 if endpoint is None:
                     asyncio.run(self._crawl(recorder))
+                elif records:
+                    asyncio.run(self._ingest(endpoint, recorder))
                 else:
                     self._harvest(endpoint, recorder)
             finally:
@@ -96,6 +101,22 @@ class Harvest:
         asyncio.run(self._fetch_pending(recorder))
         if list_complete and not self._expired():
             lister.advance_from()
+
+    async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
+        """Records mode (``records/ingest.py``): records, linked resources, item DIDLs."""
+        from harvester.records.ingest import Ingest
+
+        async with Fetcher(self._fetch_settings()) as fetcher:
+            ingest = Ingest(
+                self.settings,
+                self.state,
+                endpoint,
+                recorder,
+                self.summary,
+                self._fetch_one,
+                fetcher,
+            )
+            await ingest.run()
 
     async def _crawl(self, recorder: Recorder) -> None:
         """The link-crawling path, for sites without a provider."""
@@ -193,21 +214,24 @@ class Harvest:
             obey_robots=not self.settings.ignore_robots,
         )
 
-    async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
+    async def _fetch_one(
+        self, fetcher: Fetcher, recorder: Recorder, res: Resource
+    ) -> tuple[FetchResult, bool] | None:
         """Fetch ``res`` and the redirects it leads to on its host; archive every hop in one
-        group; the state points at the listed URL's own response, the chain's first record."""
+        group; the state points at the listed URL's own response, the chain's first record.
+        Returns the last hop's exchange and whether it was unchanged, or None if it failed."""
         await self.pacer.wait(res.url)
         limit = fetcher.settings.max_redirects
         try:
             hops = await fetch_chain(fetcher, res.url, conditional_headers(res), limit=limit)
         except FetchError as exc:
             self._fail(res, str(exc), getattr(exc, "status", None))
-            return
+            return None
         result = hops[-1]
         if result.status in GONE or result.status >= 400:
             where = f" at {result.url}" if len(hops) > 1 else ""
             self._fail(res, f"HTTP {result.status} {result.reason}{where}", result.status)
-            return
+            return None
         capture, unchanged = recorder.fetched(res, hops[0], followed=hops[1:])
         self.state.mark_archived(res.url, capture, None)
         self._check_stable(res, result)
@@ -216,6 +240,7 @@ class Harvest:
             self.summary.unchanged += 1
         else:
             self.summary.fetched += 1
+        return result, unchanged
 
     def _check_stable(self, res: Resource, result: FetchResult) -> None:
         """Record a resource that changed while, or since, it was listed and fetched.

@@ -1,0 +1,268 @@
+"""The records-mode run: list records, archive the pages, fetch linked resources, write DIDLs.
+
+For each ``--metadata-prefix`` (``all``: every format ListMetadataFormats offers) and each
+``--set`` (or the whole repository), :class:`~harvester.records.lister.RecordLister` reads the
+list, archiving every page; each page's records go into the state (``itemstate.py``) with the
+list's position in one transaction. Then each new or changed item is *settled*: the http(s)
+URLs its metadata names (:mod:`.links`) that are in scope (:mod:`.scope`) are fetched through
+the harvest's one fetch step (robots.txt, ``--delay``, per-host limits, conditional GET,
+revisit records when unchanged); with ``--linked files``, each landing page's
+``citation_pdf_url`` and Signposting targets (:mod:`.landing`) too. Last, the item's DIDL
+record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted
+item gets a deletion note. Items settle after every page when one format is listed, else
+after every list is read, so each record holds all formats. Unchanged items are not touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from itertools import islice
+
+from lxml import etree
+
+from harvester.archive.didl import OaiHeaderInfo, WarcPointer, deletion_didl
+from harvester.archive.recorder import Recorder
+from harvester.exceptions import HarvestError
+from harvester.fetch import Fetcher, FetchResult
+from harvester.itemstate import Item, ItemState
+from harvester.liststate import ListKey
+from harvester.oai import EndpointInfo, OAIClient, RawRecord
+from harvester.records.itemdidl import LinkedCapture, item_didl
+from harvester.records.landing import page_links, signposting
+from harvester.records.links import LANDING, Link, record_links
+from harvester.records.lister import ListOutcome, RecordLister
+from harvester.records.pages import RecordsPage
+from harvester.records.scope import LinkScope
+from harvester.settings import HarvestSettings
+from harvester.state import HarvestState, Resource
+from harvester.summary import Summary
+
+log = logging.getLogger(__name__)
+SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
+FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[FetchResult, bool] | None]]
+
+
+class Ingest:
+    """One records-mode run over ``endpoint``; :meth:`run` inside an event loop."""
+
+    def __init__(
+        self,
+        settings: HarvestSettings,
+        state: HarvestState,
+        endpoint: EndpointInfo,
+        recorder: Recorder,
+        summary: Summary,
+        fetch_one: FetchOne,
+        fetcher: Fetcher,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.endpoint = endpoint
+        self.recorder = recorder
+        self.summary = summary
+        self.fetch_one = fetch_one
+        self.fetcher = fetcher
+        self.items = ItemState(state.db)
+        self.scope = LinkScope(endpoint.endpoint, settings.linked_scope)
+        self.started = datetime.now(UTC).timestamp()
+
+    async def run(self) -> None:
+        """List every list, settle every item; raise HarvestError if nothing was archived
+        because the repository failed."""
+        keys = self.keys()
+        lister = RecordLister(self.settings, self.endpoint, self.recorder)
+        done: list[ListKey] = []
+        try:
+            for key in keys:
+                if await self._list(lister, key, settle=len(self.prefixes) == 1):
+                    done.append(key)
+        finally:
+            lister.close()
+        await self._settle(self.items.unsettled(self.endpoint.endpoint, before=self.started))
+        if not self.settings.until_date:
+            self.state.lists.advance(done, None)
+        if len(done) < len(keys) and not (self.summary.records or self.summary.deleted):
+            raise HarvestError(
+                f"nothing archived from {self.endpoint.endpoint}: "
+                + "; ".join(self.summary.errors[-3:])
+            )
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        return self._prefixes
+
+    def keys(self) -> list[ListKey]:
+        """One list per metadata prefix and set asked for."""
+        asked = self.settings.metadata_prefixes or ("oai_dc",)
+        self._prefixes = self._all_formats() if "all" in asked else asked
+        sets = self.settings.sets or (None,)
+        return [ListKey(self.endpoint.endpoint, s, p) for p in self._prefixes for s in sets]
+
+    def _all_formats(self) -> tuple[str, ...]:
+        with OAIClient(self.endpoint.endpoint, user_agent=self.settings.user_agent) as client:
+            found = [f.metadataPrefix for f in client.sickle.ListMetadataFormats()]
+        log.info("metadata formats of %s: %s", self.endpoint.endpoint, ", ".join(found))
+        return tuple(dict.fromkeys(p.strip() for p in found if p and p.strip()))
+
+    # -- one list ----------------------------------------------------------------------
+
+    async def _list(self, lister: RecordLister, key: ListKey, *, settle: bool) -> bool:
+        """Read list ``key`` to its end (True), or until an error, logged and counted."""
+        position, token = self.state.lists.position(key), None
+        if position.state == "listed":
+            return True
+        if position.state == "active":
+            token, from_ = position.token, position.from_
+        else:
+            from_ = lister.from_date(position.harvested_until)
+            self.state.lists.start(key, from_)
+        outcome = ListOutcome()
+        try:
+            for page in lister.pages(key, from_, token, outcome):
+                changed = self._store(key, page)
+                if settle:
+                    await self._settle(self._items(changed))
+        except HarvestError as exc:
+            log.error("%s", exc)
+            self.summary.errors.append(str(exc))
+            self.summary.lists_failed += 1
+        finally:
+            self.summary.broken += len(outcome.broken)
+            self.summary.errors += outcome.broken
+        if outcome.complete:
+            self.state.lists.finish(key)
+        return outcome.complete
+
+    def _store(self, key: ListKey, page: RecordsPage) -> list[str]:
+        """The page's records and the list's position, in one transaction; the identifiers
+        of the items that are new, changed or deleted."""
+        changed = []
+        with self.state.transaction():
+            for record in page.records:
+                outcome = self.items.note(key.endpoint, key.prefix, record.header, _xml(record))
+                if outcome != "unchanged":
+                    changed.append(record.header.identifier)
+            self.state.lists.page(key, page.token, page.response_date)
+        self.summary.listed += len(page.records)
+        return changed
+
+    def _items(self, identifiers: list[str]) -> Iterator[Item]:
+        for identifier in identifiers:
+            item = self.items.get(self.endpoint.endpoint, identifier)
+            if item is not None and item.status in ("pending", "deleting"):
+                yield item
+
+    # -- settling items ------------------------------------------------------------------
+
+    async def _settle(self, items: Iterable[Item]) -> None:
+        """Write each item's DIDL record (or deletion note), its linked resources first;
+        ``SETTLE_EVERY`` items in one WARC file and one state commit."""
+        todo = iter(items)
+        while chunk := list(islice(todo, SETTLE_EVERY)):
+            with self.recorder.writer.one_file(), self.state.batch():
+                for item in chunk:
+                    await self._settle_one(item)
+
+    async def _settle_one(self, item: Item) -> None:
+        oai = OaiHeaderInfo(
+            item.identifier,
+            item.datestamp,
+            item.set_specs,
+            self.endpoint.endpoint,
+            deleted=item.status == "deleting",
+        )
+        if oai.deleted:
+            note = deletion_didl(
+                item.identifier,
+                observed=datetime.now(UTC),
+                oai=oai,
+                provenance=self.recorder.provenance(),
+                previous=None,
+            )
+            record = self.recorder.writer.metadata_record(note)
+            at = self.recorder.writer.write_group([record])[0]
+            self.items.settle(self.endpoint.endpoint, item.identifier, "deleted", at.record_id)
+            self.summary.deleted += 1
+            return
+        formats = self.items.formats(self.endpoint.endpoint, item.identifier)
+        captures, complete = await self._linked(formats, refetch=item.status == "pending")
+        didl = item_didl(oai, formats, captures, self.recorder.provenance())
+        record = self.recorder.writer.metadata_record(didl)
+        at = self.recorder.writer.write_group([record])[0]
+        status = "archived" if complete else "partial"
+        self.items.settle(self.endpoint.endpoint, item.identifier, status, at.record_id)
+        self.summary.records += 1
+
+    async def _linked(
+        self, formats: list[tuple[str, bytes]], *, refetch: bool
+    ) -> tuple[list[LinkedCapture], bool]:
+        """The item's linked resources as archived, and whether none failed."""
+        if self.settings.linked == "none":
+            return [], True
+        roots = [etree.fromstring(xml) for _prefix, xml in formats if xml]
+        todo = [link for link in record_links(roots) if self._wanted(link)]
+        captures: dict[str, LinkedCapture] = {}
+        complete, depth = True, {link.url: 0 for link in todo}
+        while todo:
+            link = todo.pop(0)
+            got = await self._fetch(link.url, refetch)
+            if got is None:
+                complete = False
+                continue
+            capture, found = got
+            captures[link.url] = capture
+            if self.settings.linked == "files" and depth[link.url] == 0:
+                for more in found:
+                    if more.url not in depth and self._wanted(more):
+                        depth[more.url] = 1
+                        todo.append(more)
+        return list(captures.values()), complete
+
+    def _wanted(self, link: Link) -> bool:
+        if self.settings.linked == "landing" and link.kind != LANDING:
+            return False
+        if not self.scope.allows(link.url):
+            log.info("not fetched, out of scope: %s", link.url)
+            return False
+        return True
+
+    async def _fetch(self, url: str, refetch: bool) -> tuple[LinkedCapture, list[Link]] | None:
+        """``url`` fetched (conditionally, when archived before) or, unless ``refetch``, its
+        last capture; with the links its page and headers point at."""
+        self.items.add_resource(self.settings.site_url, url)
+        res = self.state.get(url)
+        assert res is not None
+        if refetch or res.status != "archived" or self.items.linked(url) is None:
+            got = await self.fetch_one(self.fetcher, self.recorder, res)
+            if got is None:
+                return None
+            result, unchanged = got
+            links = None if unchanged else self._pointed_at(result)
+            mime = result.header("Content-Type")
+            self.items.note_linked(url, "revisit" if unchanged else "response", mime, links)
+            res = self.state.get(url)
+            assert res is not None
+        kind, mime, pairs = self.items.linked(url) or ("response", None, [])
+        return _capture(res, kind, mime), [Link(u, k) for k, u in pairs]
+
+    def _pointed_at(self, result: FetchResult) -> list[tuple[str, str]]:
+        """The Signposting and ``citation_pdf_url`` links of a fresh response."""
+        links = signposting(result.response_headers, result.url)
+        if "html" in (result.header("Content-Type") or "").lower():
+            links += page_links(result.body, result.url)
+        return [(link.kind, link.url) for link in links if link.url != result.url]
+
+
+def _xml(record: RawRecord) -> bytes:
+    metadata = record.metadata
+    if metadata is None:
+        return b""
+    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False))
+
+
+def _capture(res: Resource, record_type: str, mime: str | None) -> LinkedCapture:
+    offset, length = res.warc_offset or 0, res.warc_length or 0
+    pointer = WarcPointer(res.record_id or "", res.warc_file or "", offset, length, record_type)
+    return LinkedCapture(res.url, mime, res.sha1 or "", res.sha256 or "", pointer)
