@@ -16,7 +16,7 @@ after every list is read, so each record holds all formats. Unchanged items are 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from itertools import islice
 
@@ -65,7 +65,7 @@ class Ingest:
         self.fetch_one = fetch_one
         self.fetcher = fetcher
         self.items = ItemState(state.db)
-        self.scope = LinkScope(endpoint.endpoint, settings.linked_scope)
+        self._scope: LinkScope | None = None
         self.started = datetime.now(UTC).timestamp()
 
     async def run(self) -> None:
@@ -123,7 +123,7 @@ class Ingest:
             for page in lister.pages(key, from_, token, outcome):
                 changed = self._store(key, page)
                 if settle:
-                    await self._settle(self._items(changed))
+                    await self._settle(changed)
         except HarvestError as exc:
             log.error("%s", exc)
             self.summary.errors.append(str(exc))
@@ -135,24 +135,21 @@ class Ingest:
             self.state.lists.finish(key)
         return outcome.complete
 
-    def _store(self, key: ListKey, page: RecordsPage) -> list[str]:
-        """The page's records and the list's position, in one transaction; the identifiers
-        of the items that are new, changed or deleted."""
+    def _store(self, key: ListKey, page: RecordsPage) -> list[Item]:
+        """The page's records and the list's position, in one transaction; the items that
+        are new, changed or deleted."""
         changed = []
         with self.state.transaction():
             for record in page.records:
-                outcome = self.items.note(key.endpoint, key.prefix, record.header, _xml(record))
+                header = record.header
+                outcome = self.items.note(key.endpoint, key.prefix, header, _xml(record))
                 if outcome != "unchanged":
-                    changed.append(record.header.identifier)
+                    status = "deleting" if outcome == "deleted" else "pending"
+                    item = Item(header.identifier, header.datestamp, header.set_specs, status, None)
+                    changed.append(item)
             self.state.lists.page(key, page.token, page.response_date)
         self.summary.listed += len(page.records)
         return changed
-
-    def _items(self, identifiers: list[str]) -> Iterator[Item]:
-        for identifier in identifiers:
-            item = self.items.get(self.endpoint.endpoint, identifier)
-            if item is not None and item.status in ("pending", "deleting"):
-                yield item
 
     # -- settling items ------------------------------------------------------------------
 
@@ -223,7 +220,9 @@ class Ingest:
     def _wanted(self, link: Link) -> bool:
         if self.settings.linked == "landing" and link.kind != LANDING:
             return False
-        if not self.scope.allows(link.url):
+        if self._scope is None:  # reading the public suffix list takes a second
+            self._scope = LinkScope(self.endpoint.endpoint, self.settings.linked_scope)
+        if not self._scope.allows(link.url):
             log.info("not fetched, out of scope: %s", link.url)
             return False
         return True

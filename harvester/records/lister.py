@@ -25,6 +25,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import requests
@@ -70,8 +71,10 @@ class RecordLister:
         self.session = requests.Session()
         limits = Limits(settings.user_agent, 30.0, 5, DEFAULT_MAX_BYTES, 120.0, 1.0, 300.0)
         self.http = Http(self.session, limits, sleep, utcnow, random.Random())
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="oai-list")
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
         self.session.close()
 
     def from_date(self, harvested_until: str | None) -> str | None:
@@ -89,10 +92,10 @@ class RecordLister:
         latest, restarts, used = from_, 0, set[str]()
         size: int | None = None
         args = self._args(key, from_) if token is None else self._resume(token)
-        fresh = token is None
+        fresh, pending = token is None, self._request(args)
         while True:
             try:
-                page = self._page(args)
+                page = self._page(pending)
             except NoRecordsMatch:
                 log.info("%s: no records since %s", _name(key), from_ or "the start")
                 break
@@ -101,7 +104,8 @@ class RecordLister:
                 if restarts > MAX_RESTARTS:
                     raise
                 log.warning("%s: token refused; listing again from %s", _name(key), latest)
-                args, used, fresh = self._args(key, latest), set(), False
+                used, fresh = set(), False
+                pending = self._request(self._args(key, latest))
                 continue
             outcome.records += len(page.records)
             outcome.broken += page.broken
@@ -111,13 +115,15 @@ class RecordLister:
             if newest is not None and (latest is None or newest > latest):
                 latest, restarts = self._day(newest), 0
             size = page.complete_list_size if page.complete_list_size is not None else size
+            repeated = page.token in used
+            if page.token is not None and not repeated:
+                used.add(page.token)
+                pending = self._request(self._resume(page.token))  # while this page is stored
             yield page
             if page.token is None:
                 break
-            if page.token in used:
+            if repeated:
                 raise ProtocolError(f"{_name(key)}: the resumptionToken {page.token!r} repeats")
-            used.add(page.token)
-            args = self._resume(page.token)
         outcome.complete = True
         arrived = outcome.records + len(outcome.broken)
         if fresh and size is not None and size != arrived:
@@ -125,8 +131,14 @@ class RecordLister:
                 "%s: completeListSize said %d, %d records arrived", _name(key), size, arrived
             )
 
-    def _page(self, args: dict[str, str]) -> RecordsPage:
-        exchange = self.http.get(self.endpoint.endpoint, args)
+    def _request(self, args: dict[str, str]) -> Future[HttpExchange]:
+        """The next page's request, sent from the list's own thread: the network wait of one
+        page overlaps the archiving and storing of the one before."""
+        return self._pool.submit(self.http.get, self.endpoint.endpoint, args)
+
+    def _page(self, pending: Future[HttpExchange]) -> RecordsPage:
+        """The page once it arrives, archived before it is read."""
+        exchange = pending.result()
         self._archive(exchange)
         return read_page(exchange.content, exchange.url)
 
