@@ -55,8 +55,10 @@ def _identify(settings: HarvestSettings) -> EndpointInfo | None:
     if settings.oai:
         with OAIClient(settings.oai, user_agent=settings.user_agent) as client:
             return client.identify()
-    # The URL itself last: an endpoint given as the URL (Identify answers there).
-    paths = ("/oai", "/modoai", "")
+    # A URL with a path may be an endpoint itself (DSpace's /oai/request, EPrints'
+    # /cgi/oai2): asked last. A site's root is never asked, so a crawl sends nothing more.
+    itself = ("",) if urlsplit(settings.site_url).path.strip("/") else ()
+    paths = ("/oai", "/modoai", *itself)
     return probe(settings.site_url, paths=paths, user_agent=settings.user_agent, max_retries=1)
 
 

@@ -54,6 +54,13 @@ def item_didls(out: Path) -> list[etree._Element]:
     return [d for d in docs if d.find(f".//{PRES}metadata") is not None]
 
 
+def canonical(element: etree._Element) -> bytes:
+    """Exclusive C14N without whitespace-only text: what both parsers agree on."""
+    parser = etree.XMLParser(remove_blank_text=True)
+    again = etree.fromstring(etree.tostring(element, with_tail=False), parser)
+    return etree.tostring(again, method="c14n", exclusive=True)
+
+
 def server_log(server: RunningServer) -> list[str]:
     with urllib.request.urlopen(server.url + "/_log", timeout=5) as response:
         return list(json.load(response))
@@ -226,3 +233,32 @@ def test_didl_export_includes_item_records(
     exported = [etree.parse(str(p)).getroot() for p in (tmp_path / "x").glob("*.xml")]
     items = [e for e in exported if e.find(f".//{PRES}metadata") is not None]
     assert len(items) == 12
+
+
+def test_repository_on_the_oaipmh_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from oaipmh_scythe import Scythe
+
+    with start_wsgi(
+        "tests.oaipmh_repo:oaipmh_repository", {"items": 25}, ready_path="/oai"
+    ) as server:
+        code, summary = ingest(server, tmp_path / "c", capsys)
+        with Scythe(server.url + "/oai") as scythe:
+            listed = list(scythe.list_records(metadata_prefix="oai_dc"))
+    assert code == 0 and summary["mode"] == "records"
+    assert (summary["records"], summary["deleted"]) == (24, 1)
+    assert summary["linked"] == {"fetched": 48, "unchanged": 0, "failed": 0}  # pages and PDFs
+    didls = {d.findtext(f".//{PRES}identifier"): d for d in item_didls(tmp_path / "c")}
+    live = [r for r in listed if not r.header.deleted]
+    assert sorted(didls) == sorted(r.header.identifier for r in live)
+    for rec in live:
+        didl = didls[rec.header.identifier]
+        assert didl.findtext(f".//{PRES}datestamp") == rec.header.datestamp
+        ours = didl.find(f".//{PRES}metadata/*")
+        assert canonical(ours) == canonical(rec.xml.find(".//{*}metadata/*"))
+        refs = sorted(
+            r.get("ref") for r in didl.iterfind(f"{DIDL}Item/{DIDL}Component/{DIDL}Resource")
+        )
+        n = rec.header.identifier.rsplit(":", 1)[1]
+        assert refs == [f"{server.url}/files/{n}.pdf", f"{server.url}/items/{n}"]

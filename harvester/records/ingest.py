@@ -258,7 +258,7 @@ def _xml(record: RawRecord) -> bytes:
     metadata = record.metadata
     if metadata is None:
         return b""
-    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False))
+    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
 
 
 def _capture(res: Resource, record_type: str, mime: str | None) -> LinkedCapture:
