@@ -4,21 +4,23 @@
 are ``oai:repo.test:<n>``; each record's ``dc:identifier`` is the item's landing page
 (``/items/<n>``), whose full text (``/files/<n>.pdf``) is named only by its
 ``citation_pdf_url`` meta tag, and whose data file (``/files/<n>.csv``) only by its Signposting
-``Link: <…>; rel="item"`` header. Pages and files answer conditional GET (ETag). The endpoint
+``Link: <…>; rel="item"`` header; its ``dc:relation`` names ``/cited`` on ``localhost``,
+another registrable domain. Pages and files answer conditional GET (ETag). The endpoint
 (``/oai``) has day granularity; item ``n``'s datestamp is ``2024-05-01`` plus ``n // 3`` days.
 
 Quirks, each off by default: ``retry_after`` ("seconds" or "date": the first ListRecords
 answers 503 with that Retry-After), ``expire_page`` (the first time that page's token comes
 back it is badResumptionToken), ``repeat_page`` (that page's token is the previous page's),
 ``broken`` (that item's record is not well-formed XML), ``size_offset`` (added to
-completeListSize). ``GET /_change/<n>`` gives item ``n`` today's datestamp and a new title,
-``GET /_delete/<n>`` deletes it; ``GET /_log`` returns every request path and query as JSON.
+completeListSize), ``delay`` (seconds before each list page). ``GET /_change/<n>`` gives
+item ``n`` today's datestamp and a new title, ``GET /_delete/<n>`` deletes it; ``GET /_log`` returns every request path and query as JSON.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from datetime import UTC, date, datetime, timedelta
 from email.utils import format_datetime
 from xml.sax.saxutils import escape
@@ -57,6 +59,7 @@ def repository(
     repeat_page: int | None = None,
     broken: int | None = None,
     size_offset: int = 0,
+    delay: float = 0.0,
 ) -> WSGIApp:
     lock = threading.Lock()
     stamps = {n: (date(2024, 5, 1) + timedelta(days=n // 3)).isoformat() for n in range(items)}
@@ -82,7 +85,7 @@ def repository(
             f"<record>{header(n)}<metadata>{DC}<dc:title>{title}</dc:title>"
             f"<dc:identifier>{base}/items/{n}</dc:identifier>"
             f"<dc:identifier>doi:10.1234/{n}</dc:identifier>"
-            "<dc:relation>https://elsewhere.example/cited</dc:relation>"
+            f"<dc:relation>{base.replace('127.0.0.1', 'localhost')}/cited</dc:relation>"
             f"</oai_dc:dc></metadata></record>"
         )
 
@@ -134,6 +137,7 @@ def repository(
         if verb == "Identify":
             inner = identify(base + "/oai")
         elif verb in ("ListRecords", "ListIdentifiers"):
+            time.sleep(delay if verb == "ListRecords" else 0.0)
             inner = list_records(dict(args), base, verb)
         elif verb == "ListMetadataFormats":
             inner = (
@@ -197,6 +201,8 @@ def repository(
                 )
             if path == "/oai":
                 return oai(environ, start_response)
+        if path == "/cited":  # named by every record under another host name: localhost
+            return _respond(start_response, b"cited", content_type="text/plain")
         if path.startswith(("/items/", "/files/")):
             return resource(environ, start_response, path)
         return _respond(start_response, b"not found", "404 Not Found", "text/plain")

@@ -6,6 +6,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -15,6 +20,7 @@ from lxml import etree
 from sickle import Sickle
 from warcio.archiveiterator import ArchiveIterator
 
+from harvester.archive.warc import verify_warc
 from harvester.cli import main
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_wsgi
@@ -83,7 +89,7 @@ def test_records_landing_pages_and_files(
     responses = {h["WARC-Target-URI"]: (h, body) for kind, h, body in records if kind == "response"}
     pages = [u for u in responses if "verb=ListRecords" in u]
     assert len(pages) == 3  # every list response, under its real request URL
-    assert not any("elsewhere.example" in u for u in responses)  # out of scope
+    assert not any("localhost" in u for u in responses)  # another registrable domain
     didls = item_didls(tmp_path / "c")
     by_id = {d.findtext(f".//{PRES}oaiHeader/{PRES}identifier"): d for d in didls}
     # what sickle lists from the same repository is what the item records hold
@@ -262,3 +268,63 @@ def test_repository_on_the_oaipmh_package(
         )
         n = rec.header.identifier.rsplit(":", 1)[1]
         assert refs == [f"{server.url}/files/{n}.pdf", f"{server.url}/items/{n}"]
+
+
+def test_sigkill_mid_ingest_then_rerun_finishes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "c"
+    with start(items=40, delay=0.3) as server:
+        argv = [sys.executable, "-m", "harvester.cli", "harvest", server.url + "/oai",
+                "--out", str(out), "--quiet"]  # fmt: skip
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and settled(out) < 8:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        assert 8 <= settled(out) < 40  # killed mid-list
+        code, _summary = ingest(server, out, capsys)
+    assert code == 0
+    for path in (out / "warcs").glob("*.warc.gz"):
+        verify_warc(path)
+    ids = {d.findtext(f".//{PRES}identifier") for d in item_didls(out)}
+    assert ids == {f"oai:repo.test:{n}" for n in range(40)}
+    with sqlite3.connect(out / "state.sqlite") as db:
+        assert db.execute("SELECT status, COUNT(*) FROM items GROUP BY status").fetchall() == [
+            ("archived", 40)
+        ]
+
+
+def settled(out: Path) -> int:
+    """Items whose DIDL record the state knows of (0 before the state exists)."""
+    try:
+        with sqlite3.connect(f"file:{out / 'state.sqlite'}?mode=ro", uri=True, timeout=1) as db:
+            return int(
+                db.execute("SELECT COUNT(*) FROM items WHERE status='archived'").fetchone()[0]
+            )
+    except sqlite3.Error:
+        return 0
+
+
+def test_linked_landing_fetches_no_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with start() as server:
+        code, summary = ingest(server, tmp_path / "c", capsys, "--linked", "landing")
+        fetched = [line for line in server_log(server) if line.startswith(("/items/", "/files/"))]
+    assert code == 0 and summary["records"] == 12
+    assert sorted(fetched) == sorted(f"/items/{n}" for n in range(12))
+
+
+def test_linked_scope_widens_to_another_domain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with start() as server:
+        code, summary = ingest(server, tmp_path / "c", capsys, "--linked", "landing")
+        before = server_log(server).count("/cited")
+        code, summary = ingest(server, tmp_path / "d", capsys, "--linked", "landing",
+                               "--linked-scope", "localhost")  # fmt: skip
+        after = server_log(server).count("/cited")
+    assert code == 0 and (before, after) == (0, 1)  # fetched once, linked by every record
+    assert summary["linked"] == {"fetched": 13, "unchanged": 0, "failed": 0}

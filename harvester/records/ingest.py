@@ -16,6 +16,7 @@ after every list is read, so each record holds all formats. Unchanged items are 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from itertools import islice
@@ -40,6 +41,7 @@ from harvester.state import HarvestState, Resource
 from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
+RECENT = 4096  # linked resources remembered as fetched in this run
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[FetchResult, bool] | None]]
 
@@ -66,6 +68,9 @@ class Ingest:
         self.fetcher = fetcher
         self.items = ItemState(state.db)
         self._scope: LinkScope | None = None
+        # Resources fetched this run (the last RECENT): one linked by many items (a licence,
+        # a shared data set) is fetched once per run, not once per item.
+        self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
         self.started = datetime.now(UTC).timestamp()
 
     async def run(self) -> None:
@@ -228,8 +233,21 @@ class Ingest:
         return True
 
     async def _fetch(self, url: str, refetch: bool) -> tuple[LinkedCapture, list[Link]] | None:
-        """``url`` fetched (conditionally, when archived before) or, unless ``refetch``, its
-        last capture; with the links its page and headers point at."""
+        """``url`` fetched (conditionally, when archived before) or, unless ``refetch`` or
+        not fetched yet, its last capture; with the links its page and headers point at."""
+        if url in self._recent:
+            self._recent.move_to_end(url)
+            return self._recent[url]
+        got = await self._fetch_or_recall(url, refetch)
+        if got is not None:
+            self._recent[url] = got
+            if len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return got
+
+    async def _fetch_or_recall(
+        self, url: str, refetch: bool
+    ) -> tuple[LinkedCapture, list[Link]] | None:
         self.items.add_resource(self.settings.site_url, url)
         res = self.state.get(url)
         assert res is not None
