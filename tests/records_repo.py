@@ -13,7 +13,8 @@ answers 503 with that Retry-After), ``expire_page`` (the first time that page's 
 back it is badResumptionToken), ``repeat_page`` (that page's token is the previous page's),
 ``broken`` (that item's record is not well-formed XML), ``size_offset`` (added to
 completeListSize), ``delay`` (seconds before each list page). ``GET /_change/<n>`` gives
-item ``n`` today's datestamp and a new title, ``GET /_delete/<n>`` deletes it; ``GET /_log`` returns every request path and query as JSON.
+item ``n`` today's datestamp and a new title, ``GET /_delete/<n>`` deletes it;
+``GET /_log`` returns every request path and query as JSON.
 """
 
 from __future__ import annotations
