@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from lxml import etree
 from sickle import Sickle
-from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive.warc import verify_warc
 from harvester.cli import main
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_wsgi
+from tests.test_harvest import records as warc_records
 
 PRES = "{urn:coop-archive:preservation:1.0}"
 DIDL = "{urn:mpeg:mpeg21:2002:02-DIDL-NS}"
@@ -38,17 +38,6 @@ def ingest(server: RunningServer, out: Path, capsys: pytest.CaptureFixture[str],
     code = main(["harvest", server.url + "/oai", "--out", str(out), "--json", "--quiet", *extra])
     lines = capsys.readouterr().out.strip().splitlines()
     return code, json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
-
-
-def warc_records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
-    found = []
-    for path in sorted((out / "warcs").glob("*.warc.gz")):
-        with open(path, "rb") as fh:
-            for rec in ArchiveIterator(fh):
-                found.append(
-                    (rec.rec_type, dict(rec.rec_headers.headers), rec.content_stream().read())
-                )
-    return found
 
 
 def item_didls(out: Path) -> list[etree._Element]:
