@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from lxml import etree
+from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.didl import OaiHeaderInfo, WarcPointer, deletion_didl
 from harvester.archive.recorder import Recorder
@@ -160,14 +161,19 @@ class Ingest:
 
     async def _settle(self, items: Iterable[Item]) -> None:
         """Write each item's DIDL record (or deletion note), its linked resources first;
-        ``SETTLE_EVERY`` items in one WARC file and one state commit."""
-        todo = iter(items)
+        the records of up to ``SETTLE_EVERY`` items as one WARC group, in one WARC file and
+        one state commit."""
+        todo, endpoint = iter(items), self.endpoint.endpoint
         while chunk := list(islice(todo, SETTLE_EVERY)):
             with self.recorder.writer.one_file(), self.state.batch():
-                for item in chunk:
-                    await self._settle_one(item)
+                made = [await self._record_of(item) for item in chunk]
+                written = self.recorder.writer.write_group([record for record, _s in made])
+                for item, (_record, status), at in zip(chunk, made, written, strict=True):
+                    self.items.settle(endpoint, item.identifier, status, at.record_id)
 
-    async def _settle_one(self, item: Item) -> None:
+    async def _record_of(self, item: Item) -> tuple[ArcWarcRecord, str]:
+        """The item's DIDL record (its linked resources archived first) or deletion note,
+        and the item's status once it is written."""
         oai = OaiHeaderInfo(
             item.identifier,
             item.datestamp,
@@ -183,19 +189,13 @@ class Ingest:
                 provenance=self.recorder.provenance(),
                 previous=None,
             )
-            record = self.recorder.writer.metadata_record(note)
-            at = self.recorder.writer.write_group([record])[0]
-            self.items.settle(self.endpoint.endpoint, item.identifier, "deleted", at.record_id)
             self.summary.deleted += 1
-            return
+            return self.recorder.writer.metadata_record(note), "deleted"
         formats = self.items.formats(self.endpoint.endpoint, item.identifier)
         captures, complete = await self._linked(formats, refetch=item.status == "pending")
         didl = item_didl(oai, formats, captures, self.recorder.provenance())
-        record = self.recorder.writer.metadata_record(didl)
-        at = self.recorder.writer.write_group([record])[0]
-        status = "archived" if complete else "partial"
-        self.items.settle(self.endpoint.endpoint, item.identifier, status, at.record_id)
         self.summary.records += 1
+        return self.recorder.writer.metadata_record(didl), "archived" if complete else "partial"
 
     async def _linked(
         self, formats: list[tuple[str, bytes]], *, refetch: bool
