@@ -24,7 +24,7 @@ from itertools import islice
 from lxml import etree
 from warcio.recordloader import ArcWarcRecord
 
-from harvester.archive.didl import OaiHeaderInfo, WarcPointer, deletion_didl
+from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, deletion_didl
 from harvester.archive.recorder import Recorder
 from harvester.exceptions import HarvestError
 from harvester.fetch import Fetcher, FetchResult
@@ -165,13 +165,14 @@ class Ingest:
         one state commit."""
         todo, endpoint = iter(items), self.endpoint.endpoint
         while chunk := list(islice(todo, SETTLE_EVERY)):
+            provenance = self.recorder.provenance()  # one harvest time for the block
             with self.recorder.writer.one_file(), self.state.batch():
-                made = [await self._record_of(item) for item in chunk]
+                made = [await self._record_of(item, provenance) for item in chunk]
                 written = self.recorder.writer.write_group([record for record, _s in made])
                 for item, (_record, status), at in zip(chunk, made, written, strict=True):
                     self.items.settle(endpoint, item.identifier, status, at.record_id)
 
-    async def _record_of(self, item: Item) -> tuple[ArcWarcRecord, str]:
+    async def _record_of(self, item: Item, provenance: Provenance) -> tuple[ArcWarcRecord, str]:
         """The item's DIDL record (its linked resources archived first) or deletion note,
         and the item's status once it is written."""
         oai = OaiHeaderInfo(
@@ -186,14 +187,14 @@ class Ingest:
                 item.identifier,
                 observed=datetime.now(UTC),
                 oai=oai,
-                provenance=self.recorder.provenance(),
+                provenance=provenance,
                 previous=None,
             )
             self.summary.deleted += 1
             return self.recorder.writer.metadata_record(note), "deleted"
         formats = self.items.formats(self.endpoint.endpoint, item.identifier)
         captures, complete = await self._linked(formats, refetch=item.status == "pending")
-        didl = item_didl(oai, formats, captures, self.recorder.provenance())
+        didl = item_didl(oai, formats, captures, provenance)
         self.summary.records += 1
         return self.recorder.writer.metadata_record(didl), "archived" if complete else "partial"
 

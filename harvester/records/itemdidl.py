@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from harvester.archive.didl import (
     FALLBACK_MIME,
@@ -48,9 +49,15 @@ def item_didl(
     provenance: Provenance,
 ) -> bytes:
     """The item's DIDL record, as UTF-8 XML; ``formats`` are (prefix, serialised metadata)."""
-    statements = [_identifier(oai.identifier), _oai_header(oai), _provenance(provenance)]
+    statements = [_identifier(oai.identifier), _oai_header(oai), _provenance_text(provenance)]
     statements += [_metadata(prefix, xml) for prefix, xml in formats]
     return _document(None, statements, "".join(_component(c) for c in linked))
+
+
+@lru_cache(maxsize=4)
+def _provenance_text(provenance: Provenance) -> str:
+    """The provenance statement, made once for the many items that share one."""
+    return _provenance(provenance)
 
 
 def _metadata(prefix: str, xml: bytes) -> str:
