@@ -317,3 +317,14 @@ def test_linked_scope_widens_to_another_domain(
         after = server_log(server).count("/cited")
     assert code == 0 and (before, after) == (0, 1)  # fetched once, linked by every record
     assert summary["linked"] == {"fetched": 13, "unchanged": 0, "failed": 0}
+
+
+def test_from_and_until_in_the_repositorys_granularity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with start() as server:
+        window = ("--from", "2024-05-02T10:00:00Z", "--until", "2024-05-03")
+        code, summary = ingest(server, tmp_path / "c", capsys, "--linked", "none", *window)
+        lists = [line for line in server_log(server) if "verb=ListRecords" in line]
+    assert code == 0 and summary["records"] == 6  # items 3-8: two days of three
+    assert "from=2024-05-02&" in lists[0] and "until=2024-05-03" in lists[0]

@@ -78,9 +78,10 @@ class RecordLister:
         self.session.close()
 
     def from_date(self, harvested_until: str | None) -> str | None:
-        """``--from``, else the list's bound less one granularity unit, else None."""
+        """``--from``, else the list's bound less one granularity unit, else None; in the
+        repository's granularity (a day-granularity one is never sent a time)."""
         if self.settings.from_date:
-            return self.settings.from_date
+            return self._day(self.settings.from_date)
         if harvested_until is None:
             return None
         return overlap_from(harvested_until, self.endpoint.granularity)
@@ -147,7 +148,8 @@ class RecordLister:
 
     def _args(self, key: ListKey, from_: str | None) -> dict[str, str]:
         args = {"verb": "ListRecords", "metadataPrefix": key.prefix}
-        optional = {"from": from_, "until": self.settings.until_date, "set": key.set_spec}
+        until = self.settings.until_date and self._day(self.settings.until_date)
+        optional = {"from": from_, "until": until, "set": key.set_spec}
         return {**args, **{k: v for k, v in optional.items() if v}}
 
     def _resume(self, token: str) -> dict[str, str]:
