@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lxml import etree
@@ -34,10 +35,14 @@ def start(**quirks: object) -> RunningServer:
     return start_wsgi("tests.records_repo:repository", quirks, ready_path="/_log")
 
 
-def ingest(server: RunningServer, out: Path, capsys: pytest.CaptureFixture[str], *extra: str):  # type: ignore[no-untyped-def]
+def ingest(
+    server: RunningServer, out: Path, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, dict[str, Any]]:
+    """``harvester harvest URL/oai --out OUT --json``: the exit code and the summary ({} if
+    none was printed)."""
     code = main(["harvest", server.url + "/oai", "--out", str(out), "--json", "--quiet", *extra])
     lines = capsys.readouterr().out.strip().splitlines()
-    return code, json.loads(lines[-1]) if lines and lines[-1].startswith("{") else None
+    return code, json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
 
 
 def item_didls(out: Path) -> list[etree._Element]:
