@@ -33,7 +33,7 @@ def cli() -> None:
 
 
 @cli.command(epilog=_exit_codes())
-@click.argument("site_url")
+@click.argument("site_url", metavar="URL")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -43,11 +43,31 @@ def cli() -> None:
 @click.option("--oai", help="The OAI-PMH endpoint (default: probe SITE_URL/oai, /modoai).")
 @click.option(
     "--mode",
-    type=click.Choice(["auto", "oai", "resourcesync", "crawl"]),
-    help="auto: OAI-PMH, else ResourceSync, else crawl.  [default: auto]",
+    type=click.Choice(["auto", "oai", "records", "resourcesync", "crawl"]),
+    help="auto: OAI-PMH (records when its identifiers are not URLs), else ResourceSync,"
+    " else crawl.  [default: auto]",
 )
 @click.option("--set", "sets", multiple=True, help="Harvest only this setSpec (repeatable).")
 @click.option("--oai-strategy", type=click.Choice(["get", "didl"]))
+@click.option(
+    "--metadata-prefix",
+    "metadata_prefixes",
+    multiple=True,
+    help="Records: list in this format (repeatable; all = every one).  [default: oai_dc]",
+)
+@click.option("--from", "from_date", help="Records: list from this datestamp.")
+@click.option("--until", "until_date", help="Records: list until this datestamp.")
+@click.option(
+    "--linked",
+    type=click.Choice(["none", "landing", "files"]),
+    help="Records: which linked resources to fetch.  [default: files]",
+)
+@click.option(
+    "--linked-scope",
+    multiple=True,
+    help="Records: another domain for linked "
+    "resources (repeatable; * = any).  [default: the repository's]",
+)
 @click.option("--concurrency", type=int, help="Simultaneous fetches.  [default: 16]")
 @click.option("--per-host", type=int, help="Connections per host.  [default: 8]")
 @click.option("--delay", type=float, help="Seconds between requests to one host.  [default: 0]")
@@ -74,8 +94,8 @@ def cli() -> None:
 @click.option("--quiet", is_flag=True, default=None)
 @click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")
 def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **flags: Any) -> int:
-    """Archive SITE_URL (an http:// or https:// URL) into WARC files with a DIDL record per
-    resource."""
+    """Archive URL (a site, or an OAI-PMH endpoint) into WARC files with a DIDL record per
+    resource; a repository whose identifiers are not URLs is ingested in records mode."""
     from harvester.assembly import build_harvest
     from harvester.progress import ProgressReporter
     from harvester.settings import load_settings
@@ -88,7 +108,8 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
     with ProgressReporter(quiet=settings.quiet) as progress:
         summary = build_harvest(settings, progress).run()
     _print_summary(summary.as_dict(), settings.json)
-    return ExitCode.PARTIAL if summary.failed else ExitCode.OK
+    partial = summary.failed or summary.broken or summary.lists_failed
+    return ExitCode.PARTIAL if partial else ExitCode.OK
 
 
 _FOLDERS = click.Path(exists=True, file_okay=False, path_type=Path)
@@ -253,7 +274,9 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
         return
     keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "abandoned")
     keys += ("bytes", "seconds", "coverage")
-    if summary.get("endpoint") is None:  # a crawl: what it refused and how the seen-test did
+    if summary.get("records") or summary.get("mode") == "records":
+        keys = ("records", "deleted", "broken", "fetched", "unchanged", "failed", "seconds")
+    elif summary.get("endpoint") is None:  # a crawl: what it refused and how the seen-test did
         keys = (*keys[1:], "refused", "seen_hit_rate")
     click.echo("  ".join(f"{k}={summary[k]}" for k in keys))
 

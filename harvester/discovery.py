@@ -23,7 +23,7 @@ import ssl
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from harvester.exceptions import DiscoveryError, UnreachableError
+from harvester.exceptions import DiscoveryError, NoRecordsMatch, UnreachableError
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, probe
 from harvester.resourcesync import ResourceSyncReader, ResourceSyncSource
@@ -50,6 +50,8 @@ def discover(settings: HarvestSettings, state: State) -> EndpointInfo | Resource
             "give one with --oai, or crawl with --mode crawl"
         )
     log.info("OAI-PMH endpoint %s (granularity %s)", info.endpoint, info.granularity)
+    if settings.oai is None and info.endpoint.rstrip("/") == settings.site_url.rstrip("/"):
+        log.info("%s is an OAI-PMH endpoint itself", settings.site_url)
     state.record_endpoint(settings.site_url, info.endpoint, info.granularity, info.deleted_record)
     return info
 
@@ -78,7 +80,50 @@ def _identify(settings: HarvestSettings) -> EndpointInfo | None:
     if settings.oai:
         with OAIClient(settings.oai, limits=oai_limits(settings)) as client:
             return client.identify()
-    return probe(settings.site_url, limits=replace(oai_limits(settings), max_retries=1))
+    # A URL with a path may be an endpoint itself (DSpace's /oai/request, EPrints'
+    # /cgi/oai2): asked last. A site's root is never asked, so a crawl sends nothing more.
+    itself = ("",) if urlsplit(settings.site_url).path.strip("/") else ()
+    paths = ("/oai", "/modoai", *itself)
+    return probe(
+        settings.site_url, paths=paths, limits=replace(oai_limits(settings), max_retries=1)
+    )
+
+
+def records_mode(settings: HarvestSettings, info: EndpointInfo, state: State) -> bool:
+    """Whether to ingest ``info``'s repository in records mode: ``--mode records``, or (in
+    ``auto`` and ``oai``) when its first listed identifier is not an http(s) URL, as in
+    DSpace, EPrints, Invenio and OJS (``oai:repo.example.org:1234``). The first run that
+    sees an identifier decides for the endpoint, and later runs send no request to ask."""
+    if settings.mode == "records":
+        return True
+    items = state.items
+    known = items.records_mode(info.endpoint)
+    if known is not None:
+        return known
+    decided = _peek(settings, info)
+    if decided is not None:
+        items.decide_mode(info.endpoint, decided)
+    return bool(decided)
+
+
+def _peek(settings: HarvestSettings, info: EndpointInfo) -> bool | None:
+    """Whether the first identifier listed is not an http(s) URL; None with none listed."""
+    with OAIClient(info.endpoint, limits=oai_limits(settings)) as client:
+        try:
+            page = next(client.list_identifiers(set_spec=_first(settings.sets)), None)
+        except NoRecordsMatch:
+            return None
+    first = page.headers[0].identifier if page and page.headers else ""
+    if not first:
+        return None
+    records = not first.lower().startswith(("http://", "https://"))
+    if records:
+        log.info("identifiers like %r are not URLs: ingesting records", first)
+    return records
+
+
+def _first(sets: tuple[str, ...]) -> str | None:
+    return sets[0] if sets else None
 
 
 def reach(url: str, timeout: float = CONNECT_TIMEOUT) -> None:

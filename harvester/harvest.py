@@ -28,7 +28,7 @@ from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.build import CrawlerFactory
-from harvester.discovery import discover
+from harvester.discovery import discover, records_mode
 from harvester.exceptions import FetchError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
@@ -84,8 +84,12 @@ class Harvest:
             self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
             found = discover(self.settings, self.state)
-            strategy = _strategy(found, self.settings.oai_strategy)
+            records = isinstance(found, EndpointInfo) and records_mode(
+                self.settings, found, self.state
+            )
+            strategy = "oai-records" if records else _strategy(found, self.settings.oai_strategy)
             self.summary.endpoint = _endpoint_url(found)
+            self.summary.mode = "records" if records else _mode(found)
             recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
             runs = RunLog(self.settings.out)
             run_id = runs.started(_now(), self.settings.site_url, strategy, self.summary.endpoint)
@@ -94,6 +98,8 @@ class Harvest:
                 self._reconcile(recorder, repaired, archive=found is not None)
                 if found is None:
                     asyncio.run(self._crawl(recorder))
+                elif records and isinstance(found, EndpointInfo):
+                    asyncio.run(self._ingest(found, recorder))
                 else:
                     self._harvest(self._lister(found, recorder), recorder)
             finally:
@@ -121,6 +127,22 @@ class Harvest:
         asyncio.run(self._fetch_pending(recorder))
         if list_complete and not self._expired():
             lister.advance_from()
+
+    async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
+        """Records mode (``records/ingest.py``): records, linked resources, item DIDLs."""
+        from harvester.records.ingest import Ingest
+
+        async with Fetcher(self.fetch_settings) as fetcher:
+            ingest = Ingest(
+                self.settings,
+                self.state,
+                endpoint,
+                recorder,
+                self.summary,
+                self._fetch_one,
+                fetcher,
+            )
+            await ingest.run()
 
     async def _crawl(self, recorder: Recorder) -> None:
         """The link-crawling path, for sites without a provider."""
@@ -206,21 +228,24 @@ class Harvest:
         await asyncio.gather(*(worker() for _ in range(self.settings.concurrency)))
         return taken > 0
 
-    async def _fetch_one(self, fetcher: Fetcher, recorder: Recorder, res: Resource) -> None:
+    async def _fetch_one(
+        self, fetcher: Fetcher, recorder: Recorder, res: Resource
+    ) -> tuple[HttpExchange, bool] | None:
         """Fetch ``res`` and the redirects it leads to on its host; archive every hop in one
-        group; the state points at the listed URL's own response, the chain's first record."""
+        group; the state points at the listed URL's own response, the chain's first record.
+        Returns the last hop's exchange and whether it was unchanged, or None if it failed."""
         await self.pacer.wait(res.url)
         limit = fetcher.settings.max_redirects
         try:
             hops = await fetch_chain(fetcher, res.url, conditional_headers(res), limit=limit)
         except FetchError as exc:
             self._fail(res, str(exc), getattr(exc, "status", None))
-            return
+            return None
         result = hops[-1]
         if result.status in GONE or result.status >= 400:
             where = f" at {result.url}" if len(hops) > 1 else ""
             self._fail(res, f"HTTP {result.status} {result.reason}{where}", result.status)
-            return
+            return None
         capture, unchanged = recorder.fetched(res, hops[0], followed=hops[1:])
         self.state.mark_archived(res.url, capture, None)
         self._check_stable(res, result)
@@ -229,6 +254,7 @@ class Harvest:
             self.summary.unchanged += 1
         else:
             self.summary.fetched += 1
+        return result, unchanged
 
     def _check_stable(self, res: Resource, result: HttpExchange) -> None:
         """Record a resource that changed while, or since, it was listed and fetched.
@@ -293,6 +319,12 @@ def _strategy(found: EndpointInfo | ResourceSyncSource | None, oai_strategy: str
     if isinstance(found, ResourceSyncSource):
         return "resourcesync"
     return f"oai-{oai_strategy}"
+
+
+def _mode(found: EndpointInfo | ResourceSyncSource | None) -> str:
+    if found is None:
+        return "crawl"
+    return "resourcesync" if isinstance(found, ResourceSyncSource) else "oai"
 
 
 def _endpoint_url(found: EndpointInfo | ResourceSyncSource | None) -> str | None:

@@ -29,7 +29,7 @@ class HarvestSettings:
     site_url: str
     out: Path
     oai: str | None = None  # the endpoint; found by probing SITE_URL/oai, /modoai when None
-    mode: str = "auto"  # auto | oai | resourcesync | crawl
+    mode: str = "auto"  # auto | oai | records | resourcesync | crawl
     sets: tuple[str, ...] = ()
     oai_strategy: str = "get"  # get | didl
     concurrency: int = 16
@@ -47,6 +47,12 @@ class HarvestSettings:
         900.0  # seconds before the 2nd attempt (Heritrix's retry delay), doubled after
     )
     state: str | None = None  # the state's URL; None: sqlite:///OUT/state.sqlite
+    # -- records mode (identifiers that are not URLs, or --mode records) --
+    metadata_prefixes: tuple[str, ...] = ()  # ListRecords in each; () is oai_dc; "all"
+    from_date: str | None = None  # overrides each list's from (an OAI-PMH datestamp)
+    until_date: str | None = None  # until; a run with it moves no list's bound
+    linked: str = "files"  # none | landing | files: which linked resources to fetch
+    linked_scope: tuple[str, ...] = ()  # more domains for linked resources; "*" any
     # -- the crawl (no provider, or --mode crawl) --
     seeds: tuple[str, ...] = ()  # more start URLs besides SITE_URL
     include: tuple[str, ...] = ()  # URL regexes: when given, only matching URLs are crawled
@@ -137,7 +143,8 @@ def load_settings(
 def _check(values: Mapping[str, Any]) -> None:
     """Choices and lower bounds; ``load`` reports the error as a usage error."""
     choices = {
-        "mode": ("auto", "oai", "resourcesync", "crawl"),
+        "mode": ("auto", "oai", "records", "resourcesync", "crawl"),
+        "linked": ("none", "landing", "files"),
         "oai_strategy": ("get", "didl"),
         "schedule": ("bfs", "performance", "quality", "capability"),
     }
@@ -147,6 +154,9 @@ def _check(values: Mapping[str, Any]) -> None:
     for name in ("concurrency", "per_host", "commit_every"):
         if name in values and int(values[name]) < 1:
             raise ValueError(f"{name} must be at least 1")
+    for name in ("from_date", "until_date"):
+        if values.get(name) is not None:
+            _check_datestamp(name, values[name])
     urls = [("site_url", values["site_url"]), ("oai", values.get("oai"))]
     urls += [("seed", seed) for seed in values.get("seeds", ())]
     for name, url in urls:
@@ -175,3 +185,17 @@ def _check_url(name: str, url: str) -> None:
         raise ValueError(f"{name} must be an http:// or https:// URL, not {url!r}")
     if not parts.hostname:
         raise ValueError(f"{name} must name a host: {url!r}")
+
+
+def _check_datestamp(name: str, value: str) -> None:
+    """ValueError unless ``value`` is an OAI-PMH datestamp (``YYYY-MM-DD[Thh:mm:ssZ]``)."""
+    from harvester.exceptions import ProtocolError
+    from harvester.oaidates import parse_oai_datestamp
+
+    try:
+        parse_oai_datestamp(value)
+    except ProtocolError:
+        flag = name.removesuffix("_date")
+        raise ValueError(
+            f"--{flag} must be YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ, not {value!r}"
+        ) from None

@@ -21,6 +21,10 @@ class Summary:
     seen_hit_rate: float | None = None  # the crawl's seen-URL cache
     refused: int = 0  # URLs the crawl's scope or trap rules refused
     known: int = 0
+    mode: str | None = None  # oai | records | crawl
+    records: int = 0  # records mode: item DIDL records written
+    broken: int = 0  # records mode: records left out of their page as broken
+    lists_failed: int = 0  # records mode: lists that ended in an error
     endpoint: str | None = None
     errors: list[str] = field(default_factory=list)
 
@@ -33,6 +37,11 @@ class Summary:
         data = asdict(self)
         data["coverage"] = round(self.coverage, 6)
         data["seconds"] = round(self.seconds, 3)
+        data["linked"] = {
+            "fetched": self.fetched,
+            "unchanged": self.unchanged,
+            "failed": self.failed,
+        }
         return data
 
 

@@ -63,7 +63,7 @@ XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
 DIDL_SCHEMA = (
     "http://standards.iso.org/ittf/PubliclyAvailableStandards/MPEG-21_schema_files/did/didl.xsd"
 )
-STRATEGIES = frozenset({"oai-get", "oai-didl", "resourcesync", "crawl"})
+STRATEGIES = frozenset({"oai-get", "oai-didl", "oai-records", "resourcesync", "crawl"})
 FALLBACK_MIME = "application/octet-stream"
 
 _SHA1 = re.compile(r"[0-9a-f]{40}")

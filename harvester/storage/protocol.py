@@ -62,7 +62,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from harvester.oaimodels import ListedHeader
 
 ACTIVE = ("pending", "failed")  # to be fetched (a failed one once its retry time has come)
 RETRYING = ("failed", "abandoned")
@@ -269,10 +272,54 @@ class FrontierStore(Protocol):
     def max_seq(self, site: str) -> int: ...
 
 
+@dataclass(frozen=True)
+class Item:
+    """A record of a repository ingested in records mode (``harvester/records/``)."""
+
+    identifier: str
+    datestamp: str
+    set_specs: tuple[str, ...]
+    status: str
+    didl_record_id: str | None
+
+
+class ItemStore(Protocol):
+    """Records mode's items, their formats and linked resources (``State.items``)."""
+
+    def note(self, endpoint: str, prefix: str, header: ListedHeader, metadata: bytes) -> str:
+        """Store one listed record inside the page's transaction: new, changed, deleted or
+        unchanged."""
+
+    def unsettled(self, endpoint: str, before: float, batch: int = 500) -> Iterator[Item]: ...
+
+    def get(self, endpoint: str, identifier: str) -> Item | None: ...
+
+    def formats(self, endpoint: str, identifier: str) -> list[tuple[str, bytes]]: ...
+
+    def settle(self, endpoint: str, identifier: str, status: str, record_id: str) -> None: ...
+
+    def linked(self, url: str) -> tuple[str, str | None, list[tuple[str, str]]] | None: ...
+
+    def note_linked(
+        self, url: str, record_type: str, mime: str | None, links: list[tuple[str, str]] | None
+    ) -> None: ...
+
+    def records_mode(self, endpoint: str) -> bool | None: ...
+
+    def decide_mode(self, endpoint: str, records: bool) -> None: ...
+
+    def add_resource(self, site: str, url: str) -> None: ...
+
+    def counts(self, endpoint: str) -> dict[str, int]: ...
+
+
 class State(SourceStore, ResourceStore, FrontierStore, Protocol):
     """A collection's whole state; opened and closed around a run."""
 
     url: str  # where it is, as given to open_state
+
+    @property
+    def items(self) -> ItemStore: ...
 
     def open(self) -> None: ...
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harvester.storage.sqlite.frontier import SQLiteFrontier
+from harvester.storage.sqlite.items import ItemState
 from harvester.storage.sqlite.resources import SQLiteResources
 from harvester.storage.sqlite.sources import SQLiteSources
 
@@ -21,6 +22,10 @@ SCHEME = "sqlite"
 
 class SQLiteState(SQLiteSources, SQLiteResources, SQLiteFrontier):
     """The whole state on one SQLite connection."""
+
+    @property
+    def items(self) -> ItemState:
+        return ItemState(self.db)
 
 
 def open_sqlite(url: str) -> SQLiteState:

@@ -1,0 +1,286 @@
+"""The records-mode run: list records, archive the pages, fetch linked resources, write DIDLs.
+
+For each ``--metadata-prefix`` (``all``: every format ListMetadataFormats offers) and each
+``--set`` (or the whole repository), :class:`~harvester.records.lister.RecordLister` reads the
+list, archiving every page; each page's records go into the state (``itemstate.py``) with the
+list's position in one transaction. Then each new or changed item is *settled*: the http(s)
+URLs its metadata names (:mod:`.links`) that are in scope (:mod:`.scope`) are fetched through
+the harvest's one fetch step (robots.txt, ``--delay``, per-host limits, conditional GET,
+revisit records when unchanged); with ``--linked files``, each landing page's
+``citation_pdf_url`` and Signposting targets (:mod:`.landing`) too. Last, the item's DIDL
+record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted
+item gets a deletion note. Items settle after every page when one format is listed, else
+after every list is read, so each record holds all formats. Unchanged items are not touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
+from itertools import islice
+
+from lxml import etree
+from warcio.recordloader import ArcWarcRecord
+
+from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, deletion_didl
+from harvester.archive.recorder import Recorder
+from harvester.exceptions import HarvestError
+from harvester.exchange import HttpExchange
+from harvester.fetch import Fetcher
+from harvester.limits import oai_limits
+from harvester.oai import EndpointInfo, OAIClient, RawRecord
+from harvester.records.itemdidl import LinkedCapture, item_didl
+from harvester.records.landing import page_links, signposting
+from harvester.records.links import LANDING, Link, record_links
+from harvester.records.lister import ListOutcome, RecordLister
+from harvester.records.pages import RecordsPage
+from harvester.records.scope import LinkScope
+from harvester.settings import HarvestSettings
+from harvester.storage.protocol import Item, ListKey, Resource, State
+from harvester.summary import Summary
+
+log = logging.getLogger(__name__)
+RECENT = 4096  # linked resources remembered as fetched in this run
+SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
+FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
+
+
+class Ingest:
+    """One records-mode run over ``endpoint``; :meth:`run` inside an event loop."""
+
+    def __init__(
+        self,
+        settings: HarvestSettings,
+        state: State,
+        endpoint: EndpointInfo,
+        recorder: Recorder,
+        summary: Summary,
+        fetch_one: FetchOne,
+        fetcher: Fetcher,
+    ) -> None:
+        self.settings = settings
+        self.state = state
+        self.endpoint = endpoint
+        self.recorder = recorder
+        self.summary = summary
+        self.fetch_one = fetch_one
+        self.fetcher = fetcher
+        self.items = state.items
+        self._scope: LinkScope | None = None
+        # Resources fetched this run (the last RECENT): one linked by many items (a licence,
+        # a shared data set) is fetched once per run, not once per item.
+        self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
+        self.started = datetime.now(UTC).timestamp()
+
+    async def run(self) -> None:
+        """List every list, settle every item; raise HarvestError if nothing was archived
+        because the repository failed."""
+        keys = self.keys()
+        lister = RecordLister(self.settings, self.endpoint, self.recorder)
+        done: list[ListKey] = []
+        try:
+            for key in keys:
+                if await self._list(lister, key, settle=len(self.prefixes) == 1):
+                    done.append(key)
+        finally:
+            lister.close()
+        await self._settle(self.items.unsettled(self.endpoint.endpoint, before=self.started))
+        if not self.settings.until_date:
+            self.state.lists.advance(done, None)
+        if len(done) < len(keys) and not (self.summary.records or self.summary.deleted):
+            raise HarvestError(
+                f"nothing archived from {self.endpoint.endpoint}: "
+                + "; ".join(self.summary.errors[-3:])
+            )
+
+    @property
+    def prefixes(self) -> tuple[str, ...]:
+        return self._prefixes
+
+    def keys(self) -> list[ListKey]:
+        """One list per metadata prefix and set asked for."""
+        asked = self.settings.metadata_prefixes or ("oai_dc",)
+        self._prefixes = self._all_formats() if "all" in asked else asked
+        sets = self.settings.sets or (None,)
+        return [ListKey(self.endpoint.endpoint, s, p) for p in self._prefixes for s in sets]
+
+    def _all_formats(self) -> tuple[str, ...]:
+        with OAIClient(self.endpoint.endpoint, limits=oai_limits(self.settings)) as client:
+            found = [f.metadataPrefix for f in client.sickle.ListMetadataFormats()]
+        log.info("metadata formats of %s: %s", self.endpoint.endpoint, ", ".join(found))
+        return tuple(dict.fromkeys(p.strip() for p in found if p and p.strip()))
+
+    # -- one list ----------------------------------------------------------------------
+
+    async def _list(self, lister: RecordLister, key: ListKey, *, settle: bool) -> bool:
+        """Read list ``key`` to its end (True), or until an error, logged and counted."""
+        position, token = self.state.lists.position(key), None
+        if position.state == "listed":
+            return True
+        if position.state == "active":
+            token, from_ = position.token, position.from_
+        else:
+            from_ = lister.from_date(position.harvested_until)
+            self.state.lists.start(key, from_)
+        outcome = ListOutcome()
+        try:
+            for page in lister.pages(key, from_, token, outcome):
+                changed = self._store(key, page)
+                if settle:
+                    await self._settle(changed)
+        except HarvestError as exc:
+            log.error("%s", exc)
+            self.summary.errors.append(str(exc))
+            self.summary.lists_failed += 1
+        finally:
+            self.summary.broken += len(outcome.broken)
+            self.summary.errors += outcome.broken
+        if outcome.complete:
+            self.state.lists.finish(key)
+        return outcome.complete
+
+    def _store(self, key: ListKey, page: RecordsPage) -> list[Item]:
+        """The page's records and the list's position, in one transaction; the items that
+        are new, changed or deleted."""
+        changed = []
+        with self.state.transaction():
+            for record in page.records:
+                header = record.header
+                outcome = self.items.note(key.endpoint, key.prefix, header, _xml(record))
+                if outcome != "unchanged":
+                    status = "deleting" if outcome == "deleted" else "pending"
+                    item = Item(header.identifier, header.datestamp, header.set_specs, status, None)
+                    changed.append(item)
+            self.state.lists.page(key, page.token, page.response_date)
+        self.summary.listed += len(page.records)
+        return changed
+
+    # -- settling items ------------------------------------------------------------------
+
+    async def _settle(self, items: Iterable[Item]) -> None:
+        """Write each item's DIDL record (or deletion note), its linked resources first;
+        the records of up to ``SETTLE_EVERY`` items as one WARC group, in one WARC file and
+        one state commit."""
+        todo, endpoint = iter(items), self.endpoint.endpoint
+        while chunk := list(islice(todo, SETTLE_EVERY)):
+            provenance = self.recorder.provenance()  # one harvest time for the block
+            with self.recorder.writer.one_file(), self.state.batch():
+                made = [await self._record_of(item, provenance) for item in chunk]
+                written = self.recorder.writer.write_group([record for record, _s in made])
+                for item, (_record, status), at in zip(chunk, made, written, strict=True):
+                    self.items.settle(endpoint, item.identifier, status, at.record_id)
+
+    async def _record_of(self, item: Item, provenance: Provenance) -> tuple[ArcWarcRecord, str]:
+        """The item's DIDL record (its linked resources archived first) or deletion note,
+        and the item's status once it is written."""
+        oai = OaiHeaderInfo(
+            item.identifier,
+            item.datestamp,
+            item.set_specs,
+            self.endpoint.endpoint,
+            deleted=item.status == "deleting",
+        )
+        if oai.deleted:
+            note = deletion_didl(
+                item.identifier,
+                observed=datetime.now(UTC),
+                oai=oai,
+                provenance=provenance,
+                previous=None,
+            )
+            self.summary.deleted += 1
+            return self.recorder.writer.metadata_record(note), "deleted"
+        formats = self.items.formats(self.endpoint.endpoint, item.identifier)
+        captures, complete = await self._linked(formats, refetch=item.status == "pending")
+        didl = item_didl(oai, formats, captures, provenance)
+        self.summary.records += 1
+        return self.recorder.writer.metadata_record(didl), "archived" if complete else "partial"
+
+    async def _linked(
+        self, formats: list[tuple[str, bytes]], *, refetch: bool
+    ) -> tuple[list[LinkedCapture], bool]:
+        """The item's linked resources as archived, and whether none failed."""
+        if self.settings.linked == "none":
+            return [], True
+        roots = [etree.fromstring(xml) for _prefix, xml in formats if xml]
+        todo = [link for link in record_links(roots) if self._wanted(link)]
+        captures: dict[str, LinkedCapture] = {}
+        complete, depth = True, {link.url: 0 for link in todo}
+        while todo:
+            link = todo.pop(0)
+            got = await self._fetch(link.url, refetch)
+            if got is None:
+                complete = False
+                continue
+            capture, found = got
+            captures[link.url] = capture
+            if self.settings.linked == "files" and depth[link.url] == 0:
+                for more in found:
+                    if more.url not in depth and self._wanted(more):
+                        depth[more.url] = 1
+                        todo.append(more)
+        return list(captures.values()), complete
+
+    def _wanted(self, link: Link) -> bool:
+        if self.settings.linked == "landing" and link.kind != LANDING:
+            return False
+        if self._scope is None:  # reading the public suffix list takes a second
+            self._scope = LinkScope(self.endpoint.endpoint, self.settings.linked_scope)
+        if not self._scope.allows(link.url):
+            log.info("not fetched, out of scope: %s", link.url)
+            return False
+        return True
+
+    async def _fetch(self, url: str, refetch: bool) -> tuple[LinkedCapture, list[Link]] | None:
+        """``url`` fetched (conditionally, when archived before) or, unless ``refetch`` or
+        not fetched yet, its last capture; with the links its page and headers point at."""
+        if url in self._recent:
+            self._recent.move_to_end(url)
+            return self._recent[url]
+        got = await self._fetch_or_recall(url, refetch)
+        if got is not None:
+            self._recent[url] = got
+            if len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return got
+
+    async def _fetch_or_recall(
+        self, url: str, refetch: bool
+    ) -> tuple[LinkedCapture, list[Link]] | None:
+        self.items.add_resource(self.settings.site_url, url)
+        res = self.state.get(url)
+        assert res is not None
+        if refetch or res.status != "archived" or self.items.linked(url) is None:
+            got = await self.fetch_one(self.fetcher, self.recorder, res)
+            if got is None:
+                return None
+            result, unchanged = got
+            links = None if unchanged else self._pointed_at(result)
+            mime = result.header("Content-Type")
+            self.items.note_linked(url, "revisit" if unchanged else "response", mime, links)
+            res = self.state.get(url)
+            assert res is not None
+        kind, mime, pairs = self.items.linked(url) or ("response", None, [])
+        return _capture(res, kind, mime), [Link(u, k) for k, u in pairs]
+
+    def _pointed_at(self, result: HttpExchange) -> list[tuple[str, str]]:
+        """The Signposting and ``citation_pdf_url`` links of a fresh response."""
+        links = signposting(result.response_headers, result.url)
+        if "html" in (result.header("Content-Type") or "").lower():
+            links += page_links(result.body, result.url)
+        return [(link.kind, link.url) for link in links if link.url != result.url]
+
+
+def _xml(record: RawRecord) -> bytes:
+    metadata = record.metadata
+    if metadata is None:
+        return b""
+    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
+
+
+def _capture(res: Resource, record_type: str, mime: str | None) -> LinkedCapture:
+    offset, length = res.warc_offset or 0, res.warc_length or 0
+    pointer = WarcPointer(res.record_id or "", res.warc_file or "", offset, length, record_type)
+    return LinkedCapture(res.url, mime, res.sha1 or "", res.sha256 or "", pointer)

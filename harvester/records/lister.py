@@ -1,0 +1,164 @@
+"""Listing records (OAI-PMH §4.5) per (set, metadataPrefix), with real repositories' quirks.
+
+Each list has its bound and position in the state (``State.lists``): it asks
+``from`` its own last complete list's responseDate less one unit of the repository's own
+granularity (a day-granularity repository gets ``YYYY-MM-DD``), or ``--from``/``--until``
+when given, and its token is saved after every page, with the page's records, in one
+transaction. Every response is archived as received, under its real request URL, before it
+is read. Then:
+
+- 503 (or 429) with ``Retry-After`` in seconds or as an HTTP-date is waited out and retried
+  by :class:`harvester.oaihttp.Http`;
+- ``badResumptionToken`` (an expired token) restarts the list ``from`` the latest datestamp
+  seen in it, not from its start (the records seen again are not touched again); a restart
+  that sees nothing new gives up after :data:`MAX_RESTARTS`;
+- a token seen before in the list ends it with a :class:`ProtocolError` after its page,
+  before the page it names could come round again;
+- ``noRecordsMatch`` ends the list: nothing changed;
+- a broken record is reported and left out, the rest of its page used (:mod:`.pages`);
+- a ``completeListSize`` that disagrees with the records that arrived is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import requests
+
+from harvester.archive.recorder import Recorder
+from harvester.clock import utcnow
+from harvester.exceptions import BadResumptionToken, NoRecordsMatch, ProtocolError
+from harvester.exchange import HttpExchange
+from harvester.limits import oai_limits
+from harvester.oai import EndpointInfo, overlap_from
+from harvester.oaidates import DAY
+from harvester.oaihttp import Http
+from harvester.records.pages import RecordsPage, read_page
+from harvester.settings import HarvestSettings
+from harvester.storage.protocol import ListKey
+
+log = logging.getLogger(__name__)
+MAX_RESTARTS = 3
+
+
+@dataclass
+class ListOutcome:
+    """What one list did: records read, records left out as broken, and how it ended."""
+
+    records: int = 0
+    broken: list[str] = field(default_factory=list)
+    complete: bool = False
+    error: str | None = None
+
+
+class RecordLister:
+    """Reads the lists of one endpoint; :meth:`pages` yields each page after archiving it."""
+
+    def __init__(
+        self,
+        settings: HarvestSettings,
+        endpoint: EndpointInfo,
+        recorder: Recorder,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.endpoint = endpoint
+        self.recorder = recorder
+        self.session = requests.Session()
+        self.http = Http(self.session, oai_limits(settings), sleep, utcnow, random.Random())
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="oai-list")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.session.close()
+
+    def from_date(self, harvested_until: str | None) -> str | None:
+        """``--from``, else the list's bound less one granularity unit, else None; in the
+        repository's granularity (a day-granularity one is never sent a time)."""
+        if self.settings.from_date:
+            return self._day(self.settings.from_date)
+        if harvested_until is None:
+            return None
+        return overlap_from(harvested_until, self.endpoint.granularity)
+
+    def pages(
+        self, key: ListKey, from_: str | None, token: str | None, outcome: ListOutcome
+    ) -> Iterator[RecordsPage]:
+        """Every page of list ``key`` (from ``token`` when resuming), each archived first."""
+        latest, restarts, used = from_, 0, set[str]()
+        size: int | None = None
+        args = self._args(key, from_) if token is None else self._resume(token)
+        fresh, pending = token is None, self._request(args)
+        while True:
+            try:
+                page = self._page(pending)
+            except NoRecordsMatch:
+                log.info("%s: no records since %s", _name(key), from_ or "the start")
+                break
+            except BadResumptionToken:
+                restarts += 1
+                if restarts > MAX_RESTARTS:
+                    raise
+                log.warning("%s: token refused; listing again from %s", _name(key), latest)
+                used, fresh = set(), False
+                pending = self._request(self._args(key, latest))
+                continue
+            outcome.records += len(page.records)
+            outcome.broken += page.broken
+            for line in page.broken:
+                log.warning("%s", line)
+            newest = max((r.header.datestamp for r in page.records), default=None)
+            if newest is not None and (latest is None or newest > latest):
+                latest, restarts = self._day(newest), 0
+            size = page.complete_list_size if page.complete_list_size is not None else size
+            repeated = page.token in used
+            if page.token is not None and not repeated:
+                used.add(page.token)
+                pending = self._request(self._resume(page.token))  # while this page is stored
+            yield page
+            if page.token is None:
+                break
+            if repeated:
+                raise ProtocolError(f"{_name(key)}: the resumptionToken {page.token!r} repeats")
+        outcome.complete = True
+        arrived = outcome.records + len(outcome.broken)
+        if fresh and size is not None and size != arrived:
+            log.warning(
+                "%s: completeListSize said %d, %d records arrived", _name(key), size, arrived
+            )
+
+    def _request(self, args: dict[str, str]) -> Future[HttpExchange]:
+        """The next page's request, sent from the list's own thread: the network wait of one
+        page overlaps the archiving and storing of the one before."""
+        return self._pool.submit(self.http.get, self.endpoint.endpoint, args)
+
+    def _page(self, pending: Future[HttpExchange]) -> RecordsPage:
+        """The page once it arrives, archived before it is read."""
+        exchange = pending.result()
+        self._archive(exchange)
+        return read_page(exchange.content, exchange.url)
+
+    def _archive(self, exchange: HttpExchange) -> None:
+        self.recorder.exchange(exchange)
+
+    def _args(self, key: ListKey, from_: str | None) -> dict[str, str]:
+        args = {"verb": "ListRecords", "metadataPrefix": key.prefix}
+        until = self.settings.until_date and self._day(self.settings.until_date)
+        optional = {"from": from_, "until": until, "set": key.set_spec}
+        return {**args, **{k: v for k, v in optional.items() if v}}
+
+    def _resume(self, token: str) -> dict[str, str]:
+        return {"verb": "ListRecords", "resumptionToken": token}
+
+    def _day(self, datestamp: str) -> str:
+        """A datestamp as a ``from`` argument in the repository's granularity."""
+        return datestamp[:10] if self.endpoint.granularity == DAY else datestamp
+
+
+def _name(key: ListKey) -> str:
+    return f"list {key.prefix} of set {key.set_spec or '(all)'}"

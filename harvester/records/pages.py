@@ -1,0 +1,132 @@
+"""One ListRecords page (OAI-PMH §4.5), read so that one broken record spoils only itself.
+
+The page's bytes are archived as received before they are read here; this module only reads
+them. A page that is well-formed is parsed once by the hardened parser of
+:mod:`harvester.oaihttp`. One that is not is *salvaged*: the ``<record>`` elements are cut out
+of the text by their tags (nested ``record`` elements of MARCXML counted), each is tried alone
+between the page's head and tail, and the page is parsed again without the ones that fail.
+Those are reported, with their identifier when one can be read; the envelope, the token and
+every other record are used as usual. A record whose header has no identifier or a bad
+datestamp is reported the same way. ``<error>`` raises the harvester's exception of that code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lxml import etree
+
+from harvester.exceptions import ProtocolError
+from harvester.oai import ListedHeader, RawRecord
+from harvester.oaidates import parse_oai_datestamp
+from harvester.oaihttp import OAI_NS, check_envelope, parse_oai_xml
+
+_OAI = "{" + OAI_NS + "}"
+_RECORD_TAG = re.compile(rb"<(/?)((?:[A-Za-z_][\w.-]*:)?record)(?=[\s/>])")
+_IDENTIFIER = re.compile(rb"<(?:[\w.-]+:)?identifier>([^<]{1,300})</(?:[\w.-]+:)?identifier>")
+
+
+@dataclass(frozen=True)
+class RecordsPage:
+    """The usable records of one page, what was wrong with the others, and the list's state."""
+
+    records: tuple[RawRecord, ...]
+    broken: tuple[str, ...]  # one line per record left out, naming the page's URL
+    response_date: str
+    token: str | None
+    complete_list_size: int | None
+
+
+def read_page(content: bytes, url: str) -> RecordsPage:
+    """The page in ``content``; OAIError for an ``<error>``, ProtocolError when even the
+    envelope is broken."""
+    broken: list[str] = []
+    try:
+        root = parse_oai_xml(content, url)
+    except ProtocolError as exc:
+        text, broken = _salvaged(content, url, exc)
+        root = parse_oai_xml(text, url)
+    date = check_envelope(root, "ListRecords", url)
+    records = []
+    for element in root.iterfind(f"{_OAI}ListRecords/{_OAI}record"):
+        try:
+            records.append(RawRecord(_header(element, url), element))
+        except ProtocolError as exc:
+            broken.append(str(exc))
+    token, size = _resumption(root, url)
+    return RecordsPage(tuple(records), tuple(broken), date, token, size)
+
+
+def _header(record: etree._Element, url: str) -> ListedHeader:
+    element = record.find(_OAI + "header")
+    if element is None:
+        raise ProtocolError(f"{url}: a <record> without <header>")
+    identifier = (element.findtext(_OAI + "identifier") or "").strip()
+    datestamp = (element.findtext(_OAI + "datestamp") or "").strip()
+    if not identifier:
+        raise ProtocolError(f"{url}: a <header> without <identifier>")
+    try:
+        parse_oai_datestamp(datestamp)
+    except ProtocolError as exc:
+        raise ProtocolError(f"{url}: record {identifier!r}: {exc}") from None
+    found = (s.text or "" for s in element.iterfind(_OAI + "setSpec"))
+    specs = tuple(s.strip() for s in found if s.strip())
+    return ListedHeader(identifier, datestamp, specs, element.get("status") == "deleted")
+
+
+def _resumption(root: etree._Element, url: str) -> tuple[str | None, int | None]:
+    element = root.find(f"{_OAI}ListRecords/{_OAI}resumptionToken")
+    if element is None:
+        return None, None
+    size = (element.get("completeListSize") or "").strip()
+    if size and not size.isdigit():
+        raise ProtocolError(f"{url}: resumptionToken size {size!r} is not a number")
+    return (element.text or "").strip() or None, int(size) if size else None
+
+
+def _salvaged(content: bytes, url: str, error: ProtocolError) -> tuple[bytes, list[str]]:
+    """``content`` without the records that do not parse, and a line naming each."""
+    spans = record_spans(content)
+    if not spans:
+        raise error
+    head, tail = content[: spans[0][0]], content[spans[-1][1] :]
+    kept, broken = [], []
+    for start, end in spans:
+        chunk = content[start:end]
+        try:
+            parse_oai_xml(head + chunk + tail, url)
+        except ProtocolError as exc:
+            broken.append(f"{url}: broken record {_identifier(chunk)} kept as received ({exc})")
+            continue
+        kept.append(chunk)
+    if not broken:
+        raise error  # the records are sound: what is broken is the rest
+    return head + b"".join(kept) + tail, broken
+
+
+def record_spans(content: bytes) -> list[tuple[int, int]]:
+    """The byte spans of the top-level ``record`` elements, by their tags alone.
+
+    >>> record_spans(b"<r><record><m><record>x</record></m></record><record>y</re")
+    [(3, 45)]
+    """
+    spans, depth, start = [], 0, 0
+    for match in _RECORD_TAG.finditer(content):
+        closing = match.group(1) == b"/"
+        if not closing:
+            start = match.start() if depth == 0 else start
+            depth += 1
+            continue
+        if depth == 0:
+            continue
+        depth -= 1
+        end = content.find(b">", match.end())
+        if depth == 0 and end >= 0:
+            spans.append((start, end + 1))
+    return spans
+
+
+def _identifier(chunk: bytes) -> str:
+    found = _IDENTIFIER.search(chunk)
+    return repr(found.group(1).decode("utf-8", "replace").strip()) if found else "(no identifier)"

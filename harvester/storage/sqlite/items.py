@@ -1,0 +1,226 @@
+"""The state's items: per (endpoint, OAI identifier), what records mode last archived.
+
+An item (records mode) is an OAI-PMH record in one or more metadata formats, plus the
+resources its metadata links to. Each row keeps the item's datestamp and sets as last listed,
+and its status::
+
+    pending    listed new or changed; its DIDL record is not written yet
+    partial    its DIDL record is written, but some linked resources failed: a later run
+               fetches those again and writes the record anew
+    archived   its DIDL record names the listed version and every linked resource
+    deleting   listed as deleted; the deletion note is not written yet
+    deleted    the deletion note is written
+
+Each format's metadata is kept (``item_formats``, until the item is deleted), so the record
+of an item listed in several formats holds all of them, whichever list came first, and a run
+killed between listing and writing finishes the item on the next run. A
+version listed again with the datestamp already stored is not touched (the overlap of an
+incremental list, a list restarted after an expired token, a repeated page).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from harvester.storage.protocol import Item
+
+if TYPE_CHECKING:
+    from harvester.oaimodels import ListedHeader
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    endpoint TEXT NOT NULL,
+    identifier TEXT NOT NULL,
+    datestamp TEXT NOT NULL,
+    set_specs TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,            -- pending | partial | archived | deleting | deleted
+    didl_record_id TEXT,             -- the item's last DIDL record
+    updated REAL NOT NULL,
+    PRIMARY KEY (endpoint, identifier)
+);
+CREATE INDEX IF NOT EXISTS items_by_status ON items (endpoint, status, identifier);
+CREATE TABLE IF NOT EXISTS item_formats (
+    endpoint TEXT NOT NULL,
+    identifier TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    datestamp TEXT NOT NULL,
+    metadata BLOB NOT NULL,          -- the <metadata> child, serialised
+    PRIMARY KEY (endpoint, identifier, prefix)
+);
+CREATE TABLE IF NOT EXISTS endpoint_modes (
+    endpoint TEXT PRIMARY KEY,
+    records INTEGER NOT NULL         -- 1: its identifiers are not URLs (records mode)
+);
+CREATE TABLE IF NOT EXISTS linked (
+    url TEXT PRIMARY KEY,            -- a linked resource (its capture is in resources)
+    record_type TEXT NOT NULL,       -- response | revisit: the capture's WARC record type
+    mime TEXT,                       -- its Content-Type as last sent
+    links TEXT NOT NULL DEFAULT ''   -- what it points at: "kind url" lines
+);
+"""
+UNSETTLED = ("pending", "partial", "deleting")
+
+
+class ItemState:
+    """The ``items`` and ``item_formats`` tables, on the state's connection."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.db.executescript(SCHEMA)
+
+    def note(self, endpoint: str, prefix: str, header: ListedHeader, metadata: bytes) -> str:
+        """Store one listed record; returns what it was: new, changed, deleted or unchanged.
+
+        Call it inside the page's transaction."""
+        row = self.db.execute(
+            "SELECT datestamp, status FROM items WHERE endpoint=? AND identifier=?",
+            (endpoint, header.identifier),
+        ).fetchone()
+        if row is not None and row[0] > header.datestamp:
+            return "unchanged"  # an older version than the one archived
+        if header.deleted:
+            if row is not None and row[1] in ("deleting", "deleted") and row[0] == header.datestamp:
+                return "unchanged"
+            self._upsert(endpoint, header, "deleting")
+            return "deleted"
+        if row is not None and row[0] == header.datestamp and row[1] not in ("deleting", "deleted"):
+            if self._has_format(endpoint, header.identifier, prefix, header.datestamp):
+                return "unchanged"
+            self._store_format(endpoint, header, prefix, metadata)
+            self._upsert(endpoint, header, "pending")
+            return "changed"
+        self._store_format(endpoint, header, prefix, metadata)
+        self._upsert(endpoint, header, "pending")
+        return "new" if row is None else "changed"
+
+    def _has_format(self, endpoint: str, identifier: str, prefix: str, datestamp: str) -> bool:
+        row = self.db.execute(
+            "SELECT datestamp FROM item_formats WHERE endpoint=? AND identifier=? AND prefix=?",
+            (endpoint, identifier, prefix),
+        ).fetchone()
+        return row is not None and row[0] == datestamp
+
+    def _store_format(
+        self, endpoint: str, header: ListedHeader, prefix: str, metadata: bytes
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO item_formats VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET"
+            " datestamp=excluded.datestamp, metadata=excluded.metadata",
+            (endpoint, header.identifier, prefix, header.datestamp, metadata),
+        )
+
+    def _upsert(self, endpoint: str, header: ListedHeader, status: str) -> None:
+        self.db.execute(
+            "INSERT INTO items (endpoint, identifier, datestamp, set_specs, status, updated)"
+            " VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET datestamp=excluded.datestamp,"
+            " set_specs=excluded.set_specs, status=excluded.status, updated=excluded.updated",
+            (
+                endpoint,
+                header.identifier,
+                header.datestamp,
+                " ".join(header.set_specs),
+                status,
+                time.time(),
+            ),
+        )
+
+    def unsettled(self, endpoint: str, before: float, batch: int = 500) -> Iterator[Item]:
+        """Items whose DIDL record or deletion note is still to be written (a partial one
+        only if not tried since ``before``), in identifier order, read in batches."""
+        after = ""
+        while True:
+            rows = self.db.execute(
+                "SELECT identifier, datestamp, set_specs, status, didl_record_id FROM items"
+                " WHERE endpoint=? AND status IN (?,?,?) AND identifier > ?"
+                " AND (status != 'partial' OR updated < ?) ORDER BY identifier LIMIT ?",
+                (endpoint, *UNSETTLED, after, before, batch),
+            ).fetchall()
+            if not rows:
+                return
+            for identifier, datestamp, specs, status, record_id in rows:
+                yield Item(identifier, datestamp, tuple(specs.split()), status, record_id)
+            after = rows[-1][0]
+
+    def get(self, endpoint: str, identifier: str) -> Item | None:
+        row = self.db.execute(
+            "SELECT identifier, datestamp, set_specs, status, didl_record_id FROM items"
+            " WHERE endpoint=? AND identifier=?",
+            (endpoint, identifier),
+        ).fetchone()
+        return None if row is None else Item(row[0], row[1], tuple(row[2].split()), *row[3:])
+
+    def formats(self, endpoint: str, identifier: str) -> list[tuple[str, bytes]]:
+        """(prefix, metadata) of every format stored for the item, by prefix."""
+        rows = self.db.execute(
+            "SELECT prefix, metadata FROM item_formats WHERE endpoint=? AND identifier=?"
+            " ORDER BY prefix",
+            (endpoint, identifier),
+        ).fetchall()
+        return [(prefix, bytes(data)) for prefix, data in rows]
+
+    def settle(self, endpoint: str, identifier: str, status: str, record_id: str) -> None:
+        """The item's DIDL record (or deletion note) ``record_id`` is written out."""
+        self.db.execute(
+            "UPDATE items SET status=?, didl_record_id=?, updated=? WHERE endpoint=? AND"
+            " identifier=?",
+            (status, record_id, time.time(), endpoint, identifier),
+        )
+        if status == "deleted":
+            self.db.execute(
+                "DELETE FROM item_formats WHERE endpoint=? AND identifier=?", (endpoint, identifier)
+            )
+
+    def linked(self, url: str) -> tuple[str, str | None, list[tuple[str, str]]] | None:
+        """A linked resource's record type, type of content and (kind, url) links."""
+        row = self.db.execute(
+            "SELECT record_type, mime, links FROM linked WHERE url=?", (url,)
+        ).fetchone()
+        if row is None:
+            return None
+        pairs = [line.split(" ", 1) for line in row[2].splitlines() if " " in line]
+        return row[0], row[1], [(kind, target) for kind, target in pairs]
+
+    def note_linked(
+        self, url: str, record_type: str, mime: str | None, links: list[tuple[str, str]] | None
+    ) -> None:
+        """A linked resource's new capture; ``links`` None keeps those of the last one."""
+        text = None if links is None else "".join(f"{k} {u}\n" for k, u in links)
+        self.db.execute(
+            "INSERT INTO linked VALUES (?,?,?,COALESCE(?, '')) ON CONFLICT DO UPDATE SET"
+            " record_type=excluded.record_type, mime=COALESCE(excluded.mime, mime),"
+            " links=COALESCE(?, links)",
+            (url, record_type, mime, text, text),
+        )
+
+    def records_mode(self, endpoint: str) -> bool | None:
+        """Whether an earlier run found ``endpoint``'s identifiers not to be URLs; None if
+        no run decided yet."""
+        row = self.db.execute(
+            "SELECT records FROM endpoint_modes WHERE endpoint=?", (endpoint,)
+        ).fetchone()
+        return None if row is None else bool(row[0])
+
+    def decide_mode(self, endpoint: str, records: bool) -> None:
+        self.db.execute(
+            "INSERT INTO endpoint_modes VALUES (?,?) ON CONFLICT DO UPDATE SET"
+            " records=excluded.records",
+            (endpoint, int(records)),
+        )
+
+    def add_resource(self, site: str, url: str) -> None:
+        """Queue a linked resource in the state's resources (if new), inside the caller's
+        commit: the capture, conditional GET and retries are kept there, as for any URL."""
+        self.db.execute(
+            "INSERT INTO resources (url, site, status, updated) VALUES (?,?,'pending',?)"
+            " ON CONFLICT(url) DO NOTHING",
+            (url, site, time.time()),
+        )
+
+    def counts(self, endpoint: str) -> dict[str, int]:
+        rows = self.db.execute(
+            "SELECT status, COUNT(*) FROM items WHERE endpoint=? GROUP BY status", (endpoint,)
+        ).fetchall()
+        return {status: count for status, count in rows}
