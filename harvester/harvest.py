@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
@@ -24,7 +25,7 @@ from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
 from harvester.crawl.build import CrawlerFactory
 from harvester.discovery import discover
-from harvester.exceptions import FetchError
+from harvester.exceptions import FetchError, LeaseLost
 from harvester.fetch import Fetcher, FetchResult, FetchSettings
 from harvester.listing import Lister
 from harvester.lock import CollectionLock
@@ -32,6 +33,7 @@ from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
 from harvester.redirects import fetch_chain
 from harvester.settings import HarvestSettings
+from harvester.sharing import SharedJob
 from harvester.storage.protocol import ACTIVE, Due, Resource, State
 from harvester.summary import Progress, Summary
 
@@ -66,12 +68,13 @@ class Harvest:
         self.pacer = Pacer(settings.delay)
         self._list_started: float | None = None
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
+        self.shared: SharedJob | None = None  # with a state many workers share
 
     def run(self) -> Summary:
         """Harvest once; CollectionInUse while another run holds the collection."""
         start = time.monotonic()
         self.settings.out.mkdir(parents=True, exist_ok=True)
-        with CollectionLock(self.settings.out), self.state:
+        with CollectionLock(self.settings.out, self.settings.lock_name), self.state:
             self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
             endpoint = discover(self.settings, self.state)
@@ -94,6 +97,13 @@ class Harvest:
 
     def _harvest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
         """The OAI-PMH path: list, note deletions, fetch what is new or newer."""
+        if self.state.leases is not None:
+            self.shared = SharedJob(self.state.leases, self.settings.site_url, self._worker())
+            try:
+                self._harvest_shared(endpoint, recorder, self.shared)
+            finally:
+                self.shared.close()
+            return
         lister = Lister(self.settings, self.state, endpoint, recorder, self.summary)
         list_complete = lister.run(self._expired)
         started = lister.started()
@@ -102,6 +112,31 @@ class Harvest:
         asyncio.run(self._fetch_pending(recorder))
         if list_complete and not self._expired():
             lister.advance_from()
+
+    def _harvest_shared(self, endpoint: EndpointInfo, recorder: Recorder, job: SharedJob) -> None:
+        """The OAI-PMH path as one worker of many: list if no one else does, fetch by host."""
+        lister = Lister(self.settings, self.state, endpoint, recorder, self.summary)
+        turn = job.list_turn(endpoint.endpoint)
+        list_complete = False
+        if turn is not None:
+            list_complete = lister.run(job.renewing(turn, self._expired))
+            self._write_deletions(recorder)
+        started = lister.started()
+        self._list_started = parse_oai_datestamp(started).timestamp() if started else None
+        while not self._expired() and job.claim_hosts():
+            if job.hosts:
+                taken = asyncio.run(self._fetch_pending(recorder, set(job.hosts)))
+                job.give_back()
+                if not taken:  # its hosts' work is not this worker's to do (a bug): stop
+                    log.warning("leased hosts with nothing to fetch: %s", sorted(job.hosts))
+                    break
+        if turn is not None:
+            if list_complete and not self._expired():
+                lister.advance_from()
+            job.end_turn(turn)
+
+    def _worker(self) -> str:
+        return self.settings.worker_id
 
     async def _crawl(self, recorder: Recorder) -> None:
         """The link-crawling path, for sites without a provider."""
@@ -145,23 +180,29 @@ class Harvest:
             self.state.mark_deleted(res.url)
             self.summary.deleted += 1
 
-    async def _fetch_pending(self, recorder: Recorder) -> None:
+    async def _fetch_pending(self, recorder: Recorder, hosts: set[str] | None = None) -> int:
         """Fetch every pending resource, and every failed one whose retry time has come, in
         commits of at most ``COMMIT_EVERY``.
 
         A commit's resources go into one WARC file (no rotation inside), so after a crash
         every group the state does not know of is in the open file, where the reconcile step
-        finds it. The resources are read from the state in pages: memory stays flat.
+        finds it. The resources are read from the state in pages: memory stays flat. With
+        ``hosts``, only theirs; returns how many commits took any.
         """
         site = self.settings.site_url
         due = Due(time.time(), self.settings.retry_delay)
         remaining = self.state.count(site, ACTIVE, due=due)
         todo = self.state.resources(site, ACTIVE, due=due)
+        if hosts is not None:  # a shared job: the hosts leased to this worker
+            todo = (r for r in todo if (urlsplit(r.url).hostname or "") in hosts)
+        rounds = 0
         async with Fetcher(self.fetch_settings) as fetcher:
             taken = True
             while taken and not self._expired():
                 with recorder.writer.one_file(), self.state.batch():
                     taken = await self._fetch_some(fetcher, recorder, todo, remaining)
+                rounds += taken
+        return rounds
 
     async def _fetch_some(
         self, fetcher: Fetcher, recorder: Recorder, todo: Iterator[Resource], total: int
@@ -203,6 +244,11 @@ class Harvest:
             self._fail(res, f"HTTP {result.status} {result.reason}{where}", result.status)
             return
         capture, unchanged = recorder.fetched(res, hops[0], followed=hops[1:])
+        try:
+            self._acknowledge(res.url)
+        except LeaseLost as exc:  # its host's new holder archives it
+            log.warning("%s: %s", res.url, exc)
+            return
         self.state.mark_archived(res.url, capture, None)
         self._check_stable(res, result)
         self.summary.bytes += sum(len(hop.body) for hop in hops)
@@ -210,6 +256,10 @@ class Harvest:
             self.summary.unchanged += 1
         else:
             self.summary.fetched += 1
+
+    def _acknowledge(self, url: str) -> None:
+        if self.shared is not None:
+            self.shared.acknowledge(urlsplit(url).hostname or "", url)
 
     def _check_stable(self, res: Resource, result: FetchResult) -> None:
         """Record a resource that changed while, or since, it was listed and fetched.
@@ -249,8 +299,10 @@ class Harvest:
         self.summary.errors.append(f"{res.url}: {error}")
 
     def _index(self) -> None:
-        """Add the WARC files the index does not cover yet (this run's, or a crashed run's)."""
-        self.index.add_warcs(sorted(self.settings.warc_dir.glob("*.warc.gz")))
+        """Add the WARC files the index does not cover yet (this run's, or a crashed run's);
+        a worker of a shared job indexes its own files, into its own CDXJ."""
+        mine = f"{self.writer.prefix}-*.warc.gz" if self.settings.worker_id else "*.warc.gz"
+        self.index.add_warcs(sorted(self.settings.warc_dir.glob(mine)))
 
     def _count(self) -> None:
         counts = self.state.counts(self.settings.site_url)

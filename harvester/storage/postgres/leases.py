@@ -30,7 +30,7 @@ LIST = "list:"
 # The hosts with work: a crawl's queued URLs, or the resources a fetch still owes.
 _WORK = {
     "crawl": "SELECT DISTINCT host FROM frontier WHERE site=? AND status='queued'",
-    "fetch": "SELECT DISTINCT host FROM resources WHERE site=? AND status IN ('pending','failed')",
+    "fetch": "SELECT DISTINCT host FROM resources WHERE site=? AND status='pending'",
 }
 
 
