@@ -13,13 +13,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
-# System tools the tests drive for real (wget as a peer client, chromium as a browser, nginx
-# serving a static site).
+# System tools the tests drive for real: wget as a peer client, chromium as a browser, nginx
+# serving a static site, and PostgreSQL (initdb, pg_ctl) for the throwaway clusters of the
+# postgresql:// state's tests (tests/pgcluster.py).
+PGBIN := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 sysdeps:
 	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
 		{ apt-get update -qq && apt-get install -y -qq nginx-light; }
+	@command -v initdb >/dev/null || test -x "$(PGBIN)/initdb" || \
+		{ apt-get update -qq && apt-get install -y -qq postgresql; }
 
 demo: $(STAMP)
 	$(BIN)/harvester demo --out demo-out

@@ -25,9 +25,12 @@ log = logging.getLogger(__name__)
 def build_harvest(settings: HarvestSettings, progress: Progress | None = None) -> Harvest:
     """A run of ``settings``, its components built from them (none opened yet)."""
     index = CdxIndex(settings.cdx_path)
+    state = open_state(settings.state_url)
+    if state.leases is not None:
+        state.leases.seconds = settings.lease
     return Harvest(
         settings,
-        state=open_state(settings.state_url),
+        state=state,
         writer=build_writer(settings, index),
         index=index,
         fetch_settings=fetch_settings(settings),
@@ -47,7 +50,7 @@ def build_writer(settings: HarvestSettings, index: CdxIndex) -> RotatingWARCWrit
 
     return RotatingWARCWriter(
         settings.warc_dir,
-        prefix=warc_prefix(settings.site_url),
+        prefix="-".join(filter(None, (warc_prefix(settings.site_url), settings.worker_id))),
         max_size=settings.warc_max_size,
         warcinfo=warcinfo(settings),
         durable=settings.durable,

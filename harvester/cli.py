@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,9 @@ def cli() -> None:
 @click.option("--ignore-robots", is_flag=True, default=None)
 @click.option("--durable", is_flag=True, default=None, help="fsync every WARC group.")
 @click.option("--state", help="The state's URL.  [default: sqlite:///OUT/state.sqlite]")
+@click.option("--workers", type=int, help="Worker processes of this job here (postgresql://).")
+@click.option("--worker", help="This worker's id.  [default: HOSTNAME-PID on postgresql://]")
+@click.option("--lease", type=float, help="Seconds a dead worker's hosts stay its.  [default: 30]")
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--quiet", is_flag=True, default=None)
 @click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")
@@ -104,6 +108,10 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
         settings = load_settings(config_file=config_file, site_url=site_url, json=as_json, **flags)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    if settings.workers > 1:
+        from harvester.workers import run_workers
+
+        return run_workers(sys.argv[1:], settings.workers, settings.worker or None)
     _log_to(settings.log_path, settings.quiet)
     with ProgressReporter(quiet=settings.quiet) as progress:
         summary = build_harvest(settings, progress).run()

@@ -17,7 +17,8 @@
     ├── DiscoveryError           no OAI-PMH endpoint, and crawling is not allowed
     ├── ArchiveError             a WARC or DIDL could not be written or repaired
     ├── StateError               the state database is unusable
-    │   └── StateURLError        the state URL names no supported store (exit code 2)
+    │   ├── StateURLError        the state URL names no supported store (exit code 2)
+    │   └── LeaseLost            a worker's lease was taken over: its step is rolled back
     ├── CollectionInUse          another run holds the collection's lock (exit code 2)
     └── NotACollection           a folder to look at holds no state and no WARC files
 """
@@ -133,6 +134,13 @@ class StateURLError(StateError):
     """``--state`` names a scheme or form no implementation supports."""
 
     exit_code = ExitCode.USAGE
+
+
+class LeaseLost(StateError):
+    """A worker's lease expired and another worker claimed it (its fencing token moved on):
+    the step being acknowledged is rolled back and the new holder does it again."""
+
+    retryable = True
 
 
 class CollectionInUse(HarvestError):

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
@@ -29,7 +30,7 @@ from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.build import CrawlerFactory
 from harvester.discovery import discover, records_mode
-from harvester.exceptions import FetchError
+from harvester.exceptions import FetchError, LeaseLost
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import FetchSettings
@@ -42,6 +43,7 @@ from harvester.resourcesync import ResourceSyncSource
 from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog
 from harvester.settings import HarvestSettings
+from harvester.sharing import SharedJob
 from harvester.storage.protocol import ACTIVE, Due, Resource, State
 from harvester.summary import Progress, Summary
 
@@ -75,12 +77,13 @@ class Harvest:
         self.pacer = Pacer(settings.delay)
         self._list_started: float | None = None
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
+        self.shared: SharedJob | None = None  # with a state many workers share
 
     def run(self) -> Summary:
         """Harvest once; CollectionInUse while another run holds the collection."""
         start = time.monotonic()
         self.settings.out.mkdir(parents=True, exist_ok=True)
-        with CollectionLock(self.settings.out), self.state:
+        with CollectionLock(self.settings.out, self.settings.lock_name), self.state:
             self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
             found = discover(self.settings, self.state)
@@ -120,6 +123,13 @@ class Harvest:
     def _harvest(self, lister: Lister | ResourceSyncLister, recorder: Recorder) -> None:
         """The listed path (OAI-PMH or ResourceSync): list, note deletions, fetch what is
         new or newer."""
+        if self.state.leases is not None and isinstance(lister, Lister):
+            self.shared = SharedJob(self.state.leases, self.settings.site_url, self._worker())
+            try:
+                self._harvest_shared(lister, recorder, self.shared)
+            finally:
+                self.shared.close()
+            return
         list_complete = lister.run(self._expired)
         started = lister.started()
         self._list_started = parse_oai_datestamp(started).timestamp() if started else None
@@ -143,6 +153,30 @@ class Harvest:
                 fetcher,
             )
             await ingest.run()
+
+    def _harvest_shared(self, lister: Lister, recorder: Recorder, job: SharedJob) -> None:
+        """The OAI-PMH path as one worker of many: list if no one else does, fetch by host."""
+        turn = job.list_turn(lister.endpoint.endpoint)
+        list_complete = False
+        if turn is not None:
+            list_complete = lister.run(job.renewing(turn, self._expired))
+            self._write_deletions(recorder)
+        started = lister.started()
+        self._list_started = parse_oai_datestamp(started).timestamp() if started else None
+        while not self._expired() and job.claim_hosts():
+            if job.hosts:
+                taken = asyncio.run(self._fetch_pending(recorder, set(job.hosts)))
+                job.give_back()
+                if not taken:  # its hosts' work is not this worker's to do (a bug): stop
+                    log.warning("leased hosts with nothing to fetch: %s", sorted(job.hosts))
+                    break
+        if turn is not None:
+            if list_complete and not self._expired():
+                lister.advance_from()
+            job.end_turn(turn)
+
+    def _worker(self) -> str:
+        return self.settings.worker_id
 
     async def _crawl(self, recorder: Recorder) -> None:
         """The link-crawling path, for sites without a provider."""
@@ -186,23 +220,29 @@ class Harvest:
             self.state.mark_deleted(res.url)
             self.summary.deleted += 1
 
-    async def _fetch_pending(self, recorder: Recorder) -> None:
+    async def _fetch_pending(self, recorder: Recorder, hosts: set[str] | None = None) -> int:
         """Fetch every pending resource, and every failed one whose retry time has come, in
         commits of at most ``commit_every``.
 
         A commit's resources go into one WARC file (no rotation inside), so after a crash
         every group the state does not know of is in the open file, where the reconcile step
-        finds it. The resources are read from the state in pages: memory stays flat.
+        finds it. The resources are read from the state in pages: memory stays flat. With
+        ``hosts``, only theirs; returns how many commits took any.
         """
         site = self.settings.site_url
         due = Due(time.time(), self.settings.retry_delay)
         remaining = self.state.count(site, ACTIVE, due=due)
         todo = self.state.resources(site, ACTIVE, due=due)
+        if hosts is not None:  # a shared job: the hosts leased to this worker
+            todo = (r for r in todo if (urlsplit(r.url).hostname or "") in hosts)
+        rounds = 0
         async with Fetcher(self.fetch_settings) as fetcher:
             taken = True
             while taken and not self._expired():
                 with recorder.writer.one_file(), self.state.batch():
                     taken = await self._fetch_some(fetcher, recorder, todo, remaining)
+                rounds += taken
+        return rounds
 
     async def _fetch_some(
         self, fetcher: Fetcher, recorder: Recorder, todo: Iterator[Resource], total: int
@@ -247,6 +287,11 @@ class Harvest:
             self._fail(res, f"HTTP {result.status} {result.reason}{where}", result.status)
             return None
         capture, unchanged = recorder.fetched(res, hops[0], followed=hops[1:])
+        try:
+            self._acknowledge(res.url)
+        except LeaseLost as exc:  # its host's new holder archives it
+            log.warning("%s: %s", res.url, exc)
+            return None
         self.state.mark_archived(res.url, capture, None)
         self._check_stable(res, result)
         self.summary.bytes += sum(len(hop.body) for hop in hops)
@@ -255,6 +300,10 @@ class Harvest:
         else:
             self.summary.fetched += 1
         return result, unchanged
+
+    def _acknowledge(self, url: str) -> None:
+        if self.shared is not None:
+            self.shared.acknowledge(urlsplit(url).hostname or "", url)
 
     def _check_stable(self, res: Resource, result: HttpExchange) -> None:
         """Record a resource that changed while, or since, it was listed and fetched.
@@ -294,8 +343,10 @@ class Harvest:
         self.summary.errors.append(f"{res.url}: {error}")
 
     def _index(self) -> None:
-        """Add the WARC files the index does not cover yet (this run's, or a crashed run's)."""
-        self.index.add_warcs(sorted(self.settings.warc_dir.glob("*.warc.gz")))
+        """Add the WARC files the index does not cover yet (this run's, or a crashed run's);
+        a worker of a shared job indexes its own files, into its own CDXJ."""
+        mine = f"{self.writer.prefix}-*.warc.gz" if self.settings.worker_id else "*.warc.gz"
+        self.index.add_warcs(sorted(self.settings.warc_dir.glob(mine)))
 
     def _count(self) -> None:
         counts = self.state.counts(self.settings.site_url)

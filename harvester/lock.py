@@ -6,6 +6,10 @@ pid written in the file, so a refused run can say which process holds the collec
 kernel releases the lock when its process ends however it ends, SIGKILL included: a crashed
 run never leaves a stale lock behind (a stale pid in the file is overwritten by the next
 holder). The file itself is never removed, since a removed lock file races with its lockers.
+
+The workers of a shared job (a ``postgresql://`` state) may share one ``--out``: each holds
+its own lock, ``harvest-<worker id>.lock``, so one worker id runs once per folder, and the
+state's leases, not this lock, keep the workers apart.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ LOCK_NAME = "harvest.lock"
 class CollectionLock(Component):
     """``open()`` takes the lock or raises :class:`CollectionInUse`; ``close()`` frees it."""
 
-    def __init__(self, collection: Path) -> None:
+    def __init__(self, collection: Path, name: str = LOCK_NAME) -> None:
         self.collection = collection
-        self.path = collection / LOCK_NAME
+        self.path = collection / name
         self._fd: int | None = None
 
     def open(self) -> None:

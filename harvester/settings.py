@@ -9,6 +9,8 @@ OAI-PMH client's limits are fields here too; :func:`harvester.fetch.fetch_settin
 from __future__ import annotations
 
 import os
+import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,10 @@ class HarvestSettings:
     until_date: str | None = None  # until; a run with it moves no list's bound
     linked: str = "files"  # none | landing | files: which linked resources to fetch
     linked_scope: tuple[str, ...] = ()  # more domains for linked resources; "*" any
+    # -- a job many workers share (a postgresql:// state) --
+    worker: str = ""  # this worker's id; empty: HOSTNAME-PID with a shared state, none else
+    workers: int = 1  # worker processes to start on this machine (postgresql:// only)
+    lease: float = 30.0  # seconds a dead worker's hosts stay leased to it
     # -- the crawl (no provider, or --mode crawl) --
     seeds: tuple[str, ...] = ()  # more start URLs besides SITE_URL
     include: tuple[str, ...] = ()  # URL regexes: when given, only matching URLs are crawled
@@ -102,16 +108,36 @@ class HarvestSettings:
         return self.state or f"sqlite:///{self.out / 'state.sqlite'}"
 
     @property
+    def shared(self) -> bool:
+        """Whether the state is a job's that many workers may share."""
+        return self.state_url.startswith("postgresql:")
+
+    @property
+    def worker_id(self) -> str:
+        """This worker's id, in its WARC, CDXJ, lock, log and seen-file names; empty for the
+        one harvester of an SQLite state."""
+        if self.worker or not self.shared:
+            return self.worker
+        return f"{socket.gethostname().split('.')[0]}-{os.getpid()}"
+
+    def _own(self, name: str, suffix: str) -> str:
+        return f"{name}-{self.worker_id}{suffix}" if self.worker_id else f"{name}{suffix}"
+
+    @property
     def cdx_path(self) -> Path:
-        return self.out / "indexes" / "index.cdxj"
+        return self.out / "indexes" / self._own("index", ".cdxj")
 
     @property
     def log_path(self) -> Path:
-        return self.out / "harvest.log"
+        return self.out / self._own("harvest", ".log")
 
     @property
     def seen_path(self) -> Path:
-        return self.out / "seen.fp"
+        return self.out / self._own("seen", ".fp")
+
+    @property
+    def lock_name(self) -> str:
+        return self._own("harvest", ".lock")
 
     @property
     def collection_name(self) -> str:
@@ -162,11 +188,28 @@ def _check(values: Mapping[str, Any]) -> None:
     for name, url in urls:
         if url is not None:
             _check_url(name, url)
+    _check_workers(values)
     if values.get("state") is not None:
         try:
             check_state_url(values["state"])
         except StateURLError as exc:
             raise ValueError(str(exc)) from None
+
+
+def _check_workers(values: Mapping[str, Any]) -> None:
+    """A worker id safe in a file name; ``--workers`` above 1 only on a shared state."""
+    if not re.fullmatch(r"[A-Za-z0-9._-]{0,64}", str(values.get("worker", ""))):
+        raise ValueError("worker must be at most 64 letters, digits, '.', '_' or '-'")
+    if float(values.get("lease", 30.0)) <= 0:
+        raise ValueError("lease must be more than 0 seconds")
+    workers = int(values.get("workers", 1))
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
+    if workers > 1 and not str(values.get("state") or "").startswith("postgresql:"):
+        raise ValueError(
+            "--workers above 1 needs a postgresql:// state (--state): an SQLite state holds"
+            " one harvester per collection"
+        )
 
 
 def _check_url(name: str, url: str) -> None:

@@ -10,6 +10,7 @@ import pytest
 import requests
 from lxml import etree
 
+from tests.pgcluster import PGCluster
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site
@@ -66,3 +67,23 @@ def provider(site: Manifest, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 @pytest.fixture(scope="module")
 def oai(provider: RunningServer) -> OAIClient:
     return OAIClient(provider)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PGCluster]:
+    """A throwaway PostgreSQL cluster for the whole session (``tests/pgcluster.py``)."""
+    cluster = PGCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty state of each backend: the storage tests run against both."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.sqlite'}"
+    cluster: PGCluster = request.getfixturevalue("pg_cluster")
+    return cluster.new_database()

@@ -16,7 +16,9 @@ the kernel as each server binds, so no host can know its peers' addresses when i
 the caller POSTs the base URLs of all hosts, in host order, to ``/_peers`` of each (see
 :func:`start_web`), and until then every page answers 503. ``GET /_peers`` answers 200 at any
 time, for the readiness check. ``GET /_log`` lists every other request as ``[arrival, path]``
-(Unix time), so a caller can tell when a crawl's first request arrived.
+(Unix time), so a caller can tell when a crawl's first request arrived; ``GET /_spans`` lists
+every page request as ``[arrival, end]``, its end when the last byte was handed to the
+server, so a caller can tell how many requests were ever in flight at once (:func:`most_at_once`).
 
 The throttle: every response waits ``latency`` seconds before its headers, and a body is then
 sent in chunks paced at ``bandwidth`` bytes/s; both are multiplied per request by a log-normal
@@ -233,6 +235,7 @@ class Throttle:
 def _app(index: int, pages: dict[str, Page], throttle: Throttle) -> WSGIApp:
     peers: list[str] = []
     log: list[tuple[float, str]] = []  # (arrival, path) of every request but the control ones
+    spans: list[tuple[float, float]] = []  # (arrival, end) of every page request
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
@@ -240,7 +243,10 @@ def _app(index: int, pages: dict[str, Page], throttle: Throttle) -> WSGIApp:
             return _peers(environ, start_response, peers)
         if path == "/_log":
             return _send(start_response, "200 OK", json.dumps(log).encode(), "application/json")
-        log.append((time.time(), path))  # list.append is atomic: no lock needed
+        if path == "/_spans":
+            return _send(start_response, "200 OK", json.dumps(spans).encode(), "application/json")
+        arrival = time.time()
+        log.append((arrival, path))  # list.append is atomic: no lock needed
         factor = throttle.factor()
         time.sleep(throttle.latency * factor)
         page = pages.get(path)
@@ -251,9 +257,30 @@ def _app(index: int, pages: dict[str, Page], throttle: Throttle) -> WSGIApp:
         body = render(index, path, page, peers)
         headers = [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))]
         start_response("200 OK", headers)
-        return throttle.send(body, factor)
+        return _spanned(throttle.send(body, factor), arrival, spans)
 
     return app
+
+
+def _spanned(
+    chunks: Iterator[bytes], arrival: float, spans: list[tuple[float, float]]
+) -> Iterator[bytes]:
+    yield from chunks
+    spans.append((arrival, time.time()))
+
+
+def most_at_once(spans: Sequence[Sequence[float]]) -> int:
+    """The most requests in flight at one moment, from ``[arrival, end]`` spans.
+
+    >>> most_at_once([[0, 2], [1, 3], [2, 4], [5, 6]])
+    2
+    """
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    most = now = 0
+    for _, step in events:  # an end sorts before an arrival at the same moment
+        now += step
+        most = max(most, now)
+    return most
 
 
 def _peers(environ: dict[str, Any], start_response: StartResponse, peers: list[str]) -> list[bytes]:

@@ -1,6 +1,7 @@
 """The state's URL (``--state``, ``state`` in the TOML file, ``HARVESTER_STATE``): where the
 state lives, the default beside the collection, and a clear usage error for a URL no
-implementation supports."""
+implementation supports; and the state's own rules, on both backends (the ``state_url``
+fixture of ``tests/conftest.py``: SQLite, and PostgreSQL on a throwaway cluster)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from harvester.exceptions import StateURLError
 from harvester.settings import load_settings
 from harvester.storage import open_state
 from harvester.storage.protocol import ACTIVE, Due, ListKey, ListPosition
-from harvester.storage.sqlite.state import SQLiteState
 from tests.conftest import start_provider
 from tests.sites import make_site
 from tests.test_cli import one_line, run
@@ -40,9 +40,11 @@ def test_the_state_url_layers_as_every_setting(tmp_path: Path) -> None:
     assert url(config_file=toml, environ=env, state="sqlite:///f.sqlite") == "sqlite:///f.sqlite"
 
 
-@pytest.mark.parametrize("url", ["postgresql://db/archive", "sqlite://relative", "state.sqlite"])
+@pytest.mark.parametrize(
+    "url", ["postgres://db/archive", "postgresql://db-without-a-database/", "sqlite://relative"]
+)
 def test_an_unsupported_state_url_is_refused_naming_it(url: str) -> None:
-    with pytest.raises(StateURLError, match="use sqlite:///PATH") as caught:
+    with pytest.raises(StateURLError, match="use sqlite:///PATH, postgresql://") as caught:
         open_state(url)
     assert url in str(caught.value) and caught.value.exit_code == ExitCode.USAGE
     with pytest.raises(ValueError, match=url):
@@ -51,39 +53,33 @@ def test_an_unsupported_state_url_is_refused_naming_it(url: str) -> None:
 
 def test_an_unknown_scheme_on_the_command_line_is_one_usage_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    done = run("harvest", SITE, "--out", str(out), "--state", "postgresql://db/archive")
+    done = run("harvest", SITE, "--out", str(out), "--state", "mysql://db/archive")
     assert done.returncode == ExitCode.USAGE
     line = one_line(done.stderr)
-    assert "postgresql://db/archive" in line and "sqlite:///PATH" in line
+    assert "mysql://db/archive" in line and "sqlite:///PATH" in line
     assert not out.exists()
 
 
-def test_the_state_flag_puts_the_state_where_it_names(tmp_path: Path) -> None:
+def test_the_state_flag_puts_the_state_where_it_names(tmp_path: Path, state_url: str) -> None:
     site = make_site(tmp_path / "www", pages=6, seed=4)
-    state = tmp_path / "states" / "site.sqlite"
-    state.parent.mkdir()
     out = tmp_path / "out"
     with start_provider(site.root, tmp_path / "index.sqlite") as server:
-        done = run(
-            "harvest", server.url, "--out", str(out), "--quiet", "--state", f"sqlite:///{state}"
-        )
+        done = run("harvest", server.url, "--out", str(out), "--quiet", "--state", state_url)
         assert done.returncode == ExitCode.OK, done.stderr
-        again = run(
-            "harvest", server.url, "--out", str(out), "--quiet", "--state", f"sqlite:///{state}"
-        )
+        again = run("harvest", server.url, "--out", str(out), "--quiet", "--state", state_url)
         assert again.returncode == ExitCode.OK, again.stderr
     assert "fetched=0" in again.stdout  # the second run read the first one's state
     assert not (out / "state.sqlite").exists()
-    with SQLiteState(state) as opened:
+    with open_state(state_url) as opened:
         assert opened.counts(server.url) == {"archived": len(site.public)}
 
 
 @pytest.mark.parametrize("attempts", [1, 2, 3])
-def test_a_failed_resource_is_due_after_a_wait_that_doubles(tmp_path: Path, attempts: int) -> None:
+def test_a_failed_resource_is_due_after_a_wait_that_doubles(state_url: str, attempts: int) -> None:
     """The protocol's ``Due`` rule, ``delay * 2 ** (attempts - 1)`` after the last failure,
-    as the SQLite state's portable SQL computes it (no scalar MAX)."""
+    as the state's portable SQL computes it (no scalar MAX)."""
     delay = 100.0
-    with SQLiteState(tmp_path / "state.sqlite") as state:
+    with open_state(state_url) as state:
         state.add_pending(SITE, [SITE + "a", SITE + "b"])
         before = time.time()
         for _ in range(attempts):
@@ -108,10 +104,10 @@ def test_a_failed_resource_is_due_after_a_wait_that_doubles(tmp_path: Path, atte
     ],
 )
 def test_a_listed_list_advances_to_its_start_held_back(
-    tmp_path: Path, oldest: str | None, bound: str
+    state_url: str, oldest: str | None, bound: str
 ) -> None:
     key, idle = ListKey("http://p/oai", "text", "oai_dc"), ListKey("http://p/oai", None, "oai_dc")
-    with SQLiteState(tmp_path / "state.sqlite") as state:
+    with open_state(state_url) as state:
         for k in (key, idle):
             state.lists.start(k, None)
         state.record_page(SITE, [], key, None, "2024-05-01T00:00:00Z")
@@ -121,7 +117,7 @@ def test_a_listed_list_advances_to_its_start_held_back(
         assert state.lists.position(idle).harvested_until is None  # it was never listed
 
 
-def test_enqueue_is_all_or_nothing_even_outside_a_transaction(tmp_path: Path) -> None:
+def test_enqueue_is_all_or_nothing_even_outside_a_transaction(state_url: str) -> None:
     """A queued URL is also a pending resource: a crawl killed inside ``enqueue`` (here the
     rows run out with an error after the first) leaves neither half behind."""
     from harvester.storage.protocol import QueuedRow
@@ -130,7 +126,7 @@ def test_enqueue_is_all_or_nothing_even_outside_a_transaction(tmp_path: Path) ->
         yield QueuedRow("http://h/a", "h", 0, "default", 0, {}, 1, None)
         raise RuntimeError("killed")
 
-    with SQLiteState(tmp_path / "state.sqlite") as state:
+    with open_state(state_url) as state:
         with pytest.raises(RuntimeError):
             state.enqueue("http://h/", rows())
         assert list(state.queued("http://h/")) == []
@@ -141,7 +137,7 @@ def test_enqueue_is_all_or_nothing_even_outside_a_transaction(tmp_path: Path) ->
 
 
 def test_enqueue_inside_a_batch_keeps_the_steps_before_it_but_not_half_of_itself(
-    tmp_path: Path,
+    state_url: str,
 ) -> None:
     from harvester.storage.protocol import QueuedRow
 
@@ -149,7 +145,7 @@ def test_enqueue_inside_a_batch_keeps_the_steps_before_it_but_not_half_of_itself
         yield QueuedRow("http://h/b", "h", 0, "default", 0, {}, 2, None)
         raise RuntimeError("killed")
 
-    with SQLiteState(tmp_path / "state.sqlite") as state:
+    with open_state(state_url) as state:
         with pytest.raises(RuntimeError), state.batch():
             state.enqueue("http://h/", [QueuedRow("http://h/a", "h", 0, "d", 0, {}, 1, None)])
             state.enqueue("http://h/", rows())

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from harvester.archive.recorder import Recorder
 from harvester.crawl.crawler import Crawler, CrawlLimits
 from harvester.crawl.frontier import Frontier
+from harvester.crawl.leasing import HostLeasing
 from harvester.crawl.policies import load_policies
 from harvester.crawl.quality import OPICScorer
 from harvester.crawl.scheduling import Politeness, make_scheduler
@@ -87,5 +88,8 @@ def build_crawler(
         summary=summary,
         respect_nofollow=settings.respect_nofollow,
         progress=progress,
+        leasing=None
+        if state.leases is None
+        else HostLeasing(state.leases, settings.site_url, settings.worker_id),
     )
     return crawler, seen

@@ -9,6 +9,11 @@ transaction records the page as fetched and queues its new links. A crawl killed
 moment resumes from the persisted queue: no discovered URL is lost, and a page in flight at
 the kill is fetched again, its duplicate caught by payload digest (a revisit record).
 Redirects are not followed in place: the 3xx response is archived and its target queued.
+
+With ``leasing`` (a state many workers share), the crawler schedules only the hosts it holds
+(``crawl/leasing.py``), rebalances them every ``leasing.poll`` seconds, acknowledges each page
+under its host's lease, and ends when no host has work that it could take and no other worker
+holds one.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from urllib.parse import urlsplit
 
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.crawl.frontier import Frontier
+from harvester.crawl.leasing import HostLeasing
 from harvester.crawl.links import Link, extract_links
 from harvester.crawl.scheduling import QueuedURL
 from harvester.crawl.sitemaps import sitemap_urls
-from harvester.exceptions import FetchError, PermanentFetchError, TransientFetchError
+from harvester.exceptions import FetchError, LeaseLost, PermanentFetchError, TransientFetchError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.storage.protocol import Resource, State
@@ -57,8 +63,12 @@ class Crawler:
         summary: Summary,
         respect_nofollow: bool = False,
         progress: Progress | None = None,
+        leasing: HostLeasing | None = None,
     ) -> None:
         self.site, self.seeds = site, seeds
+        self.leasing = leasing
+        if leasing is not None:
+            frontier.owns = leasing.owns
         self.state, self.frontier, self.recorder, self.fetcher = state, frontier, recorder, fetcher
         self.concurrency = concurrency
         self.limits = limits
@@ -74,24 +84,65 @@ class Crawler:
         loop = asyncio.get_running_loop()
         running: set[asyncio.Task[None]] = set()
         while not self._limited():
+            if self.leasing is not None and self.leasing.due(loop.time()):
+                self._rebalance(loop.time())
             item = self.frontier.next(loop.time()) if len(running) < self.concurrency else None
             if item is not None:
                 running.add(asyncio.create_task(self._visit(item)))
                 continue
             if not running and self.frontier.wake_time() is None:
-                break  # nothing queued and nothing in flight: the crawl is complete
+                if self.leasing is None or not await self._more_elsewhere(loop.time()):
+                    break  # nothing queued and nothing in flight: the crawl is complete
+                continue
             await self._wait(running, loop.time(), full=len(running) >= self.concurrency)
         if running:
             await asyncio.gather(*running)
+        if self.leasing is not None:
+            self.leasing.close()  # its hosts are free at once, not at their expiry
         return len(self.frontier) == 0 and not self._limited()
 
     async def _start(self) -> None:
-        queued = self.frontier.open()
-        if queued == 0 and self.state.requeue_done(self.site):
-            queued = self.frontier.open()  # a new cycle: revisit everything known
+        if self.leasing is not None:  # its hosts come with its leases; a cycle starts once
+            queued = self.state.requeue_done(self.site)
+            self.frontier.open(hosts=())
+        else:
+            queued = self.frontier.open()
+            if queued == 0 and self.state.requeue_done(self.site):
+                queued = self.frontier.open()  # a new cycle: revisit everything known
         extra = [] if queued else await self._sitemap_seeds()
         added = self.frontier.seed([*self.seeds, *extra])
         log.info("crawl of %s: %d queued, %d seeds added", self.site, queued, added)
+
+    # -- a shared crawl --
+
+    def _rebalance(self, now: float) -> bool:
+        """Renew, give back and claim hosts (``crawl/leasing.py``); whether any was claimed."""
+        assert self.leasing is not None
+        scheduler = self.frontier.scheduler
+        claimed, gone = self.leasing.rebalance(
+            now,
+            scheduler.idle,
+            lambda host: scheduler.idle(host) and not scheduler.queued_on(host),
+            lambda host: scheduler.rest(host, now),
+        )
+        for host in gone:
+            scheduler.drop(host)
+        for lease in claimed:
+            self.frontier.open(hosts=[lease.host])
+            if wait := self.leasing.wait_before(lease):
+                scheduler.not_before(lease.host, now + wait)
+        return bool(claimed)
+
+    async def _more_elsewhere(self, now: float) -> bool:
+        """Out of work: whether the job may still have some for this worker (sleeping a
+        poll first when nothing could be claimed right now)."""
+        assert self.leasing is not None
+        if self._rebalance(now):
+            return True
+        if not self.leasing.others_busy() and not self.leasing.held:
+            return False
+        await asyncio.sleep(self.leasing.poll)
+        return True
 
     async def _sitemap_seeds(self) -> list[str]:
         urls: list[str] = []
@@ -122,6 +173,15 @@ class Crawler:
     # -- one URL -----------------------------------------------------------------------
 
     async def _visit(self, item: QueuedURL) -> None:
+        try:
+            await self._step(item)
+        except LeaseLost as exc:  # rolled back: the host's new holder fetches it again
+            log.warning("%s: %s", item.url, exc)
+            if self.leasing is not None:
+                self.leasing.held.pop(item.host, None)
+            self.frontier.scheduler.drop(item.host)
+
+    async def _step(self, item: QueuedURL) -> None:
         await self._robots_delay(item)
         started = time.monotonic()
         res = self.state.get(item.url)
@@ -158,6 +218,7 @@ class Crawler:
     def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
         if result.status in GONE:
             with self.state.transaction():
+                self._acknowledge(item)
                 self.state.mark_gone(item.url, result.status)
                 self.state.dequeue(item.url)
             self.summary.failed += 1
@@ -167,6 +228,7 @@ class Crawler:
         outlinks = [link.url for link in links]
         capture, unchanged = self.recorder.fetched(res, result, outlinks=outlinks)
         with self.state.transaction():
+            self._acknowledge(item)
             self.state.mark_archived(item.url, capture, None)
             self.state.dequeue(item.url)
             self.frontier.discovered(item, links)
@@ -175,6 +237,12 @@ class Crawler:
             self.summary.unchanged += 1
         else:
             self.summary.fetched += 1
+
+    def _acknowledge(self, item: QueuedURL) -> None:
+        if self.leasing is not None:
+            if item.host not in self.leasing.held:
+                raise LeaseLost(f"the lease on {item.host} was lost while {item.url} was fetched")
+            self.leasing.acknowledge(item.host, item.url)
 
     def _links(self, result: HttpExchange) -> list[Link]:
         ctype = (result.header("Content-Type") or "").split(";")[0].strip().lower()
@@ -189,6 +257,7 @@ class Crawler:
         status = getattr(exc, "status", None)
         log.warning("%s: %s", item.url, exc)
         with self.state.transaction():
+            self._acknowledge(item)
             self.state.mark_failed(item.url, str(exc), status)
             if isinstance(exc, PermanentFetchError):
                 self.state.dequeue(item.url)  # robots, loops: not retried this cycle

@@ -11,7 +11,7 @@ policy wins (:meth:`PolicySet.combine`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from harvester.crawl.links import Link
@@ -47,12 +47,16 @@ class Frontier:
         self.policies = policies
         self._seq = 0
         self._distance: dict[str, int] = {}  # link hops since each queued URL's policy began
+        # Whether this worker schedules a host's URLs: always, unless the crawl is shared
+        # (crawl/leasing.py), when only the hosts it holds; the others' URLs are only queued.
+        self.owns: Callable[[str], bool] = lambda host: True
 
-    def open(self) -> int:
-        """Load the persisted queue into the scheduler; returns how many URLs it holds."""
-        self._seq = self.state.max_seq(self.site)
+    def open(self, hosts: Collection[str] | None = None) -> int:
+        """Load the persisted queue (of ``hosts`` only, if given) into the scheduler; returns
+        how many URLs it holds."""
+        self._seq = max(self._seq, self.state.max_seq(self.site))
         count = 0
-        for row in self.state.queued(self.site):
+        for row in self.state.queued(self.site, hosts):
             self.seen.add_if_new(row.url)
             self._schedule(row)
             count += 1
@@ -135,7 +139,8 @@ class Frontier:
     def _enqueue(self, rows: list[QueuedRow]) -> list[QueuedRow]:
         added = self.state.enqueue(self.site, rows)
         for row in added:
-            self._schedule(row)
+            if self.owns(row.host):
+                self._schedule(row)
         return added
 
     def _schedule(self, row: QueuedRow) -> None:

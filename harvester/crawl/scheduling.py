@@ -94,6 +94,16 @@ class Scheduler(Protocol):
     def __len__(self) -> int:
         """URLs queued."""
 
+    def idle(self, host: str) -> bool: ...
+
+    def queued_on(self, host: str) -> int: ...
+
+    def rest(self, host: str, now: float) -> float: ...
+
+    def not_before(self, host: str, at: float) -> None: ...
+
+    def drop(self, host: str) -> int: ...
+
     def hosts(self) -> int:
         """Hosts with URLs queued."""
 
@@ -192,6 +202,42 @@ class _TwoLevel:
 
     def hosts(self) -> int:
         return self._busy_hosts
+
+    # -- a host handed between workers (crawl/leasing.py) --
+
+    def idle(self, host: str) -> bool:
+        """Nothing of ``host`` is in flight."""
+        state = self._hosts.get(host)
+        return state is None or state.in_flight == 0
+
+    def queued_on(self, host: str) -> int:
+        state = self._hosts.get(host)
+        return 0 if state is None else len(state)
+
+    def rest(self, host: str, now: float) -> float:
+        """Seconds from ``now`` before politeness lets ``host`` be asked again."""
+        state = self._hosts.get(host)
+        return 0.0 if state is None else max(state.next_allowed() - now, 0.0)
+
+    def not_before(self, host: str, at: float) -> None:
+        """Ask ``host`` nothing before ``at`` (the rest its last worker handed over)."""
+        state = self._host(host)
+        state.backoff_until = max(state.backoff_until, at)
+        self._place(state)
+
+    def drop(self, host: str) -> int:
+        """Forget ``host``'s queued URLs (they stay queued in the state); how many."""
+        state = self._hosts.get(host)
+        if state is None or not state:
+            return 0
+        count = 0
+        while state:
+            state.pop()
+            count += 1
+        self._queued -= count
+        self._busy_hosts -= 1
+        self._place(state)
+        return count
 
     # -- placement --
 

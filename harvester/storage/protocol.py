@@ -35,9 +35,11 @@ fetch loop marks up to ``commit_every`` (a setting) resources per batch, the did
 page's. A resource is marked archived only after its WARC records were written out, and a
 list's next ``from`` never passes a listed resource still pending.
 
-An implementation for many workers on one job (PostgreSQL) keeps these promises per call and
-per block, and may add leases; the SQLite one allows one harvester per collection, which
-``harvester/lock.py`` ensures.
+An implementation for many workers on one job (PostgreSQL, ``storage/postgres/``) keeps these
+promises per call and per block, and adds :class:`LeaseStore` (``State.leases``): each host
+leased to one worker at a time, with an expiry and a fencing token that every acknowledgement
+checks inside the transaction that records the capture. The SQLite one allows one harvester
+per collection, which ``harvester/lock.py`` ensures; its ``leases`` is None.
 
 Resource statuses::
 
@@ -59,7 +61,7 @@ of its next page and the responseDate of its first page, saved with every page) 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -171,6 +173,53 @@ class QueuedRow:
     via: str | None
 
 
+@dataclass(frozen=True)
+class Lease:
+    """A host (``host:<host>``) or an endpoint's lists (``list:<endpoint>``), held by one
+    worker until it releases it or ``LeaseStore.seconds`` pass without a renewal."""
+
+    name: str
+    worker: str
+    token: int  # the fencing token: one more at every claim of the name
+    next_at: float  # no request before this (the state's clock), handed over at release
+
+    @property
+    def host(self) -> str:
+        return self.name.removeprefix("host:")
+
+
+class LeaseStore(Protocol):
+    """The leases of a job that many workers share (kind: ``crawl`` or ``fetch`` work)."""
+
+    seconds: float
+
+    def now(self) -> float:
+        """The state's clock, which leases use (the workers' clocks never need to agree)."""
+
+    def heartbeat(self, site: str, worker: str) -> int:
+        """Say ``worker`` is alive; how many workers of the job are."""
+
+    def leave(self, site: str, worker: str) -> None: ...
+
+    def share(self, site: str, kind: str, workers: int) -> int:
+        """How many hosts with work one of ``workers`` live workers may hold."""
+
+    def claim_hosts(self, site: str, worker: str, kind: str, limit: int) -> list[Lease]: ...
+
+    def claim(self, site: str, name: str, worker: str) -> Lease | None: ...
+
+    def renew(self, site: str, leases: Collection[Lease]) -> list[Lease]:
+        """Extend ``leases``; those lost meanwhile are returned."""
+
+    def acknowledge(self, site: str, lease: Lease, url: str) -> None:
+        """Inside the capture's transaction: LeaseLost unless ``lease`` still holds."""
+
+    def release(self, site: str, lease: Lease, next_at: float = 0.0) -> None: ...
+
+    def held(self, site: str, prefix: str = "host:") -> dict[str, str]:
+        """The live leases named ``prefix...`` and their holders."""
+
+
 class ListStore(Protocol):
     """Each list's bound and position (``State.lists``)."""
 
@@ -253,13 +302,17 @@ class ResourceStore(Protocol):
     def failures(self, site: str) -> Iterator[tuple[str, int | None, str | None]]:
         """(status, HTTP status, last error) of each failed, abandoned or gone resource."""
 
+    def captures_by_worker(self, site: str) -> dict[str, int]:
+        """Archived (or deleted) resources per worker that archived them last; for
+        ``harvester status``."""
+
 
 class FrontierStore(Protocol):
     def enqueue(self, site: str, rows: Iterable[QueuedRow]) -> list[QueuedRow]:
         """Queue URLs never queued before, each also a pending resource; those added."""
 
-    def queued(self, site: str) -> Iterator[QueuedRow]:
-        """The queued URLs in discovery order."""
+    def queued(self, site: str, hosts: Collection[str] | None = None) -> Iterator[QueuedRow]:
+        """The queued URLs in discovery order; with ``hosts``, of those hosts only."""
 
     def queued_url(self, url: str) -> list[QueuedRow]: ...
 
@@ -317,6 +370,7 @@ class State(SourceStore, ResourceStore, FrontierStore, Protocol):
     """A collection's whole state; opened and closed around a run."""
 
     url: str  # where it is, as given to open_state
+    leases: LeaseStore | None  # None: one harvester per collection
 
     @property
     def items(self) -> ItemStore: ...

@@ -1,6 +1,7 @@
-"""Which implementation of the state a URL names: ``sqlite:///PATH`` today.
+"""Which implementation of the state a URL names: ``sqlite:///PATH`` (one harvester per
+collection) or ``postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DB`` (a job many workers share).
 
-The scheme picks the implementation; a later one (``postgresql://``) registers here.
+The scheme picks the implementation.
 """
 
 from __future__ import annotations
@@ -9,23 +10,27 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from harvester.exceptions import StateURLError
+from harvester.storage.postgres.state import SCHEME as POSTGRES
+from harvester.storage.postgres.state import open_postgres
 from harvester.storage.protocol import State
 from harvester.storage.sqlite.state import SCHEME as SQLITE
 from harvester.storage.sqlite.state import open_sqlite
 
-OPENERS: dict[str, Callable[[str], State]] = {SQLITE: open_sqlite}
-FORMS = {SQLITE: "sqlite:///PATH"}
+OPENERS: dict[str, Callable[[str], State]] = {SQLITE: open_sqlite, POSTGRES: open_postgres}
+FORMS = {SQLITE: "sqlite:///PATH", POSTGRES: "postgresql://USER@HOST/DB"}
 
 
 def check_state_url(url: str) -> None:
     """:class:`StateURLError` naming ``url`` and the supported forms, unless one fits.
 
-    >>> check_state_url("postgresql://db/archive")
+    >>> check_state_url("pg://db/a")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    harvester.exceptions.StateURLError: state URL 'postgresql://db/archive' is not supported; use sqlite:///PATH
+    harvester.exceptions.StateURLError: state URL 'pg://db/a' is not supported; use ...
     """
-    scheme = urlsplit(url).scheme
-    if scheme not in OPENERS or not url.startswith(f"{scheme}:///") or url == f"{scheme}:///":
+    parts = urlsplit(url)
+    if parts.scheme == POSTGRES and parts.path.strip("/"):
+        return  # a database named; libpq reads the rest
+    if parts.scheme != SQLITE or not url.startswith(f"{SQLITE}:///") or url == f"{SQLITE}:///":
         forms = ", ".join(FORMS.values())
         raise StateURLError(f"state URL {url!r} is not supported; use {forms}")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from harvester.storage.protocol import QueuedRow
-from harvester.storage.sqlite.connection import SQLiteConnection
+from harvester.storage.sqlite.connection import SQLiteConnection, marks
 
 _COLUMNS = "url, host, depth, policy, distance, scores, seq, via"
 
@@ -47,21 +47,23 @@ class SQLiteFrontier(SQLiteConnection):
                     )
         return added
 
-    def queued(self, site: str) -> Iterator[QueuedRow]:
-        """The queued URLs in discovery order (a crawl resumes from these)."""
+    def queued(self, site: str, hosts: Collection[str] | None = None) -> Iterator[QueuedRow]:
+        """The queued URLs in discovery order (a crawl resumes from these); with ``hosts``,
+        of those hosts only."""
+        only = "" if hosts is None else f" AND host IN ({marks(len(hosts))})"
         rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM frontier WHERE site=? AND status='queued' ORDER BY seq",
-            (site,),
+            f"SELECT {_COLUMNS} FROM frontier WHERE site=? AND status='queued'{only} ORDER BY seq",
+            (site, *(hosts or ())),
         ).fetchall()
         for row in rows:
-            yield _queued_row(row)
+            yield queued_row(row)
 
     def queued_url(self, url: str) -> list[QueuedRow]:
         """The frontier row of ``url`` if it is still queued (empty list otherwise)."""
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM frontier WHERE url=? AND status='queued'", (url,)
         ).fetchall()
-        return [_queued_row(row) for row in rows]
+        return [queued_row(row) for row in rows]
 
     def dequeue(self, url: str) -> None:
         self.db.execute("UPDATE frontier SET status='done' WHERE url=?", (url,))
@@ -92,6 +94,6 @@ class SQLiteFrontier(SQLiteConnection):
         return int(row[0] or 0)
 
 
-def _queued_row(row: tuple[Any, ...]) -> QueuedRow:
+def queued_row(row: tuple[Any, ...]) -> QueuedRow:
     url, host, depth, policy, distance, scores, seq, via = row
     return QueuedRow(url, host, depth, policy, distance, json.loads(scores), seq, via)

@@ -20,56 +20,23 @@ incremental list, a list restarted after an expired token, a repeated page).
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harvester.storage.protocol import Item
 
 if TYPE_CHECKING:
     from harvester.oaimodels import ListedHeader
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS items (
-    endpoint TEXT NOT NULL,
-    identifier TEXT NOT NULL,
-    datestamp TEXT NOT NULL,
-    set_specs TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL,            -- pending | partial | archived | deleting | deleted
-    didl_record_id TEXT,             -- the item's last DIDL record
-    updated REAL NOT NULL,
-    PRIMARY KEY (endpoint, identifier)
-);
-CREATE INDEX IF NOT EXISTS items_by_status ON items (endpoint, status, identifier);
-CREATE TABLE IF NOT EXISTS item_formats (
-    endpoint TEXT NOT NULL,
-    identifier TEXT NOT NULL,
-    prefix TEXT NOT NULL,
-    datestamp TEXT NOT NULL,
-    metadata BLOB NOT NULL,          -- the <metadata> child, serialised
-    PRIMARY KEY (endpoint, identifier, prefix)
-);
-CREATE TABLE IF NOT EXISTS endpoint_modes (
-    endpoint TEXT PRIMARY KEY,
-    records INTEGER NOT NULL         -- 1: its identifiers are not URLs (records mode)
-);
-CREATE TABLE IF NOT EXISTS linked (
-    url TEXT PRIMARY KEY,            -- a linked resource (its capture is in resources)
-    record_type TEXT NOT NULL,       -- response | revisit: the capture's WARC record type
-    mime TEXT,                       -- its Content-Type as last sent
-    links TEXT NOT NULL DEFAULT ''   -- what it points at: "kind url" lines
-);
-"""
 UNSETTLED = ("pending", "partial", "deleting")
 
 
 class ItemState:
     """The ``items`` and ``item_formats`` tables, on the state's connection."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: Any) -> None:  # sqlite3.Connection, or the PostgreSQL adapter
         self.db = db
-        self.db.executescript(SCHEMA)
 
     def note(self, endpoint: str, prefix: str, header: ListedHeader, metadata: bytes) -> str:
         """Store one listed record; returns what it was: new, changed, deleted or unchanged.
@@ -107,7 +74,8 @@ class ItemState:
         self, endpoint: str, header: ListedHeader, prefix: str, metadata: bytes
     ) -> None:
         self.db.execute(
-            "INSERT INTO item_formats VALUES (?,?,?,?,?) ON CONFLICT DO UPDATE SET"
+            "INSERT INTO item_formats VALUES (?,?,?,?,?)"
+            " ON CONFLICT (endpoint, identifier, prefix) DO UPDATE SET"
             " datestamp=excluded.datestamp, metadata=excluded.metadata",
             (endpoint, header.identifier, prefix, header.datestamp, metadata),
         )
@@ -115,7 +83,8 @@ class ItemState:
     def _upsert(self, endpoint: str, header: ListedHeader, status: str) -> None:
         self.db.execute(
             "INSERT INTO items (endpoint, identifier, datestamp, set_specs, status, updated)"
-            " VALUES (?,?,?,?,?,?) ON CONFLICT DO UPDATE SET datestamp=excluded.datestamp,"
+            " VALUES (?,?,?,?,?,?) ON CONFLICT (endpoint, identifier) DO UPDATE SET"
+            " datestamp=excluded.datestamp,"
             " set_specs=excluded.set_specs, status=excluded.status, updated=excluded.updated",
             (
                 endpoint,
@@ -189,7 +158,8 @@ class ItemState:
         """A linked resource's new capture; ``links`` None keeps those of the last one."""
         text = None if links is None else "".join(f"{k} {u}\n" for k, u in links)
         self.db.execute(
-            "INSERT INTO linked VALUES (?,?,?,COALESCE(?, '')) ON CONFLICT DO UPDATE SET"
+            "INSERT INTO linked VALUES (?,?,?,COALESCE(?, ''))"
+            " ON CONFLICT (url) DO UPDATE SET"
             " record_type=excluded.record_type, mime=COALESCE(excluded.mime, mime),"
             " links=COALESCE(?, links)",
             (url, record_type, mime, text, text),
@@ -205,7 +175,7 @@ class ItemState:
 
     def decide_mode(self, endpoint: str, records: bool) -> None:
         self.db.execute(
-            "INSERT INTO endpoint_modes VALUES (?,?) ON CONFLICT DO UPDATE SET"
+            "INSERT INTO endpoint_modes VALUES (?,?) ON CONFLICT (endpoint) DO UPDATE SET"
             " records=excluded.records",
             (endpoint, int(records)),
         )

@@ -65,4 +65,34 @@ CREATE TABLE IF NOT EXISTS lists (
     list_state TEXT NOT NULL DEFAULT 'idle',  -- idle | active | listed
     PRIMARY KEY (endpoint, set_spec, prefix)
 );
+-- records mode (harvester/records/): items, their formats, and linked resources
+CREATE TABLE IF NOT EXISTS items (
+    endpoint TEXT NOT NULL,
+    identifier TEXT NOT NULL,
+    datestamp TEXT NOT NULL,
+    set_specs TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,            -- pending | partial | archived | deleting | deleted
+    didl_record_id TEXT,             -- the item's last DIDL record
+    updated REAL NOT NULL,
+    PRIMARY KEY (endpoint, identifier)
+);
+CREATE INDEX IF NOT EXISTS items_by_status ON items (endpoint, status, identifier);
+CREATE TABLE IF NOT EXISTS item_formats (
+    endpoint TEXT NOT NULL,
+    identifier TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    datestamp TEXT NOT NULL,
+    metadata BLOB NOT NULL,          -- the <metadata> child, serialised
+    PRIMARY KEY (endpoint, identifier, prefix)
+);
+CREATE TABLE IF NOT EXISTS endpoint_modes (
+    endpoint TEXT PRIMARY KEY,
+    records INTEGER NOT NULL         -- 1: its identifiers are not URLs (records mode)
+);
+CREATE TABLE IF NOT EXISTS linked (
+    url TEXT PRIMARY KEY,            -- a linked resource (its capture is in resources)
+    record_type TEXT NOT NULL,       -- response | revisit: the capture's WARC record type
+    mime TEXT,                       -- its Content-Type as last sent
+    links TEXT NOT NULL DEFAULT ''   -- what it points at: "kind url" lines
+);
 """

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harvester.storage.protocol import LeaseStore
 from harvester.storage.sqlite.frontier import SQLiteFrontier
 from harvester.storage.sqlite.items import ItemState
 from harvester.storage.sqlite.resources import SQLiteResources
@@ -22,6 +23,14 @@ SCHEME = "sqlite"
 
 class SQLiteState(SQLiteSources, SQLiteResources, SQLiteFrontier):
     """The whole state on one SQLite connection."""
+
+    leases: LeaseStore | None = None  # one harvester per collection: nothing to share
+
+    def captures_by_worker(self, site: str) -> dict[str, int]:
+        """The one harvester's captures, under the empty worker id."""
+        counts = self.counts(site)
+        archived = counts.get("archived", 0) + counts.get("deleted", 0)
+        return {"": archived} if archived else {}
 
     @property
     def items(self) -> ItemState:

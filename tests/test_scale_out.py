@@ -1,0 +1,164 @@
+"""Many workers, one job (issue 16): real worker processes on one PostgreSQL state crawl a
+multi-host loopback web; each host is leased to one worker at a time, politeness is measured
+at the servers, and a SIGKILLed worker's hosts are reclaimed once its leases expire."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from coop_common.exitcode import ExitCode
+from harvester.exceptions import LeaseLost
+from harvester.storage import open_state
+from tests.multihost import most_at_once, start_web
+from tests.pgcluster import PGCluster
+from tests.servers import RunningServer
+
+HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+PAGES = 12  # per host
+
+
+def _graph(host: int) -> dict[str, list[list[object]]]:
+    """A chain of pages per host, each also linking the next host's root."""
+    graph: dict[str, list[list[object]]] = {}
+    for page in range(PAGES):
+        path = "/" if page == 0 else f"/p{page}.html"
+        links: list[list[object]] = [[host, f"/p{page + 1}.html"]] if page < PAGES - 1 else []
+        graph[path] = [*links, [(host + 1) % len(HOSTS), "/"]]
+    return graph
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[list[RunningServer]]:
+    kwargs = [{"index": h, "graph": _graph(h), "latency": 0.05} for h in range(len(HOSTS))]
+    servers = start_web("tests.multihost:graph_site", kwargs, HOSTS)
+    try:
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def _command(web: list[RunningServer], out: Path, state: str, *extra: str) -> list[str]:
+    seeds = [arg for s in web[1:] for arg in ("--seed", s.url + "/")]
+    return [
+        sys.executable, "-m", "harvester.cli", "harvest", web[0].url + "/", "--out", str(out),
+        "--mode", "crawl", "--state", state, "--crawl-per-host", "1", "--delay-factor", "0",
+        "--quiet", *seeds, *extra,
+    ]  # fmt: skip
+
+
+def _responses(out: Path) -> Counter[str]:
+    """How many response records each URL has, over every worker's WARC files."""
+    seen: Counter[str] = Counter()
+    for path in sorted((out / "warcs").glob("*.warc.gz")):
+        with path.open("rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type in ("response", "revisit"):
+                    seen[record.rec_headers.get_header("WARC-Target-URI")] += 1
+    return seen
+
+
+def _spans(server: RunningServer) -> list[list[float]]:
+    with urllib.request.urlopen(server.url + "/_spans", timeout=10) as response:
+        spans: list[list[float]] = json.loads(response.read())
+    return spans
+
+
+def test_workers_share_a_crawl_each_page_once_one_request_per_host(
+    web: list[RunningServer], tmp_path: Path, pg_cluster: PGCluster
+) -> None:
+    state = pg_cluster.new_database()
+    before = [len(_spans(s)) for s in web]
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*_command(web, out, state), "--workers", "3"], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == ExitCode.OK, done.stderr
+    seen = _responses(out)
+    assert len(seen) == PAGES * len(HOSTS) and set(seen.values()) == {1}  # none twice, none lost
+    for server, skip in zip(web, before, strict=True):
+        assert most_at_once(_spans(server)[skip:]) == 1  # across all workers, at the server
+    with open_state(state) as opened:
+        by_worker = opened.captures_by_worker(web[0].url + "/")
+    assert len(by_worker) >= 2 and sum(by_worker.values()) == PAGES * len(HOSTS)
+    for worker in by_worker:  # each worker's own WARC files and CDXJ
+        assert list((out / "warcs").glob(f"*-{worker}-*.warc.gz"))
+        assert (out / "indexes" / f"index-{worker}.cdxj").exists()
+
+
+def test_a_sigkilled_workers_hosts_are_reclaimed_after_its_lease(
+    web: list[RunningServer], tmp_path: Path, pg_cluster: PGCluster
+) -> None:
+    state = pg_cluster.new_database()
+    out = tmp_path / "out"
+    victim = subprocess.Popen(
+        [*_command(web, out, state), "--worker", "victim", "--lease", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    site = web[0].url + "/"
+    with open_state(state) as opened:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not opened.captures_by_worker(site).get("victim"):
+            time.sleep(0.1)
+        os.kill(victim.pid, signal.SIGKILL)  # mid-crawl: it holds every host
+        victim.wait(timeout=10)
+        held = opened.leases.held(site) if opened.leases else {}
+        assert held and set(held.values()) == {"victim"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [*_command(web, out, state), "--worker", "heir", "--lease", "2"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert time.monotonic() - started >= 1.0  # it had to wait for the leases to expire
+    seen = _responses(out)
+    assert len(seen) == PAGES * len(HOSTS)  # nothing lost
+    assert sum(seen.values()) - len(seen) <= len(HOSTS)  # at most what was in flight, again
+
+
+def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
+    pg_cluster: PGCluster,
+) -> None:
+    """Processes claim the same host at once: exactly one gets it. Then the first holder's
+    lease expires and a second claims it: the first one's acknowledgement is refused."""
+    url = pg_cluster.new_database()
+    site = "http://127.0.0.2:9/"
+    with open_state(url) as state:
+        state.add_pending(site, [site + "a"])
+    claim = (
+        "import sys; from harvester.storage import open_state\n"
+        "s = open_state(sys.argv[1]); s.open(); s.leases.seconds = 0.5\n"
+        "print(len(s.leases.claim_hosts(sys.argv[2], sys.argv[3], 'fetch', 1)))"
+    )
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", claim, url, site, f"w{i}"], stdout=subprocess.PIPE, text=True
+        )
+        for i in range(4)
+    ]
+    assert sorted(int(p.communicate(timeout=60)[0]) for p in racers) == [0, 0, 0, 1]
+    with open_state(url) as state:
+        assert state.leases is not None
+        state.leases.seconds = 0.5
+        time.sleep(0.6)  # the winner's lease expires
+        (mine,) = state.leases.claim_hosts(site, "late", "fetch", 1)
+        assert state.leases.claim_hosts(site, "later", "fetch", 1) == []
+        with open_state(url) as stale:
+            assert stale.leases is not None
+            old = mine.__class__(mine.name, "w0", mine.token - 1, 0.0)
+            with pytest.raises(LeaseLost), stale.transaction():
+                stale.leases.acknowledge(site, old, site + "a")
+        with state.transaction():
+            state.leases.acknowledge(site, mine, site + "a")

@@ -1,0 +1,83 @@
+"""The state's promises (``harvester/storage/protocol.py``), kept alike by both backends: the
+``state_url`` fixture runs every test on SQLite and on a throwaway PostgreSQL cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from harvester.storage import open_state
+from harvester.storage.protocol import Capture, Listed, ListKey, QueuedRow
+
+SITE = "http://127.0.0.2:9/"
+KEY = ListKey("http://127.0.0.2:9/oai", None, "oai_dc")
+
+
+def _row(url: str, host: str, seq: int) -> QueuedRow:
+    return QueuedRow(url, host, 0, "default", 0, {"backlinks": 1.5}, seq, None)
+
+
+def _capture(record_id: str) -> Capture:
+    return Capture(record_id, "a.warc.gz", 10, 20, "2024-01-01T00:00:00Z", 200, None, None,
+                   "sha1:X", "ab", "cd")  # fmt: skip
+
+
+def test_a_url_is_queued_once_and_read_back_per_host(state_url: str) -> None:
+    with open_state(state_url) as state:
+        rows = [_row(SITE + "a", "h1", 1), _row(SITE + "b", "h2", 2), _row(SITE + "c", "h1", 3)]
+        assert state.enqueue(SITE, rows) == rows
+        assert state.enqueue(SITE, [_row(SITE + "a", "h1", 4)]) == []  # queued before
+        assert [r.url for r in state.queued(SITE, ["h1"])] == [SITE + "a", SITE + "c"]
+        assert list(state.queued(SITE)) == rows and state.max_seq(SITE) == 3
+        assert state.counts(SITE) == {"pending": 3}
+
+
+def test_a_transaction_commits_all_or_nothing(state_url: str) -> None:
+    with open_state(state_url) as state:
+        state.enqueue(SITE, [_row(SITE + "a", "h1", 1)])
+        with pytest.raises(RuntimeError), state.transaction():
+            state.mark_archived(SITE + "a", _capture("<urn:uuid:1>"), None)
+            state.dequeue(SITE + "a")
+            raise RuntimeError("killed mid-step")
+        assert state.counts(SITE) == {"pending": 1} and len(list(state.queued(SITE))) == 1
+        with state.transaction():
+            state.mark_archived(SITE + "a", _capture("<urn:uuid:1>"), None)
+            state.dequeue(SITE + "a")
+        assert state.counts(SITE) == {"archived": 1} and list(state.queued(SITE)) == []
+        assert state.known_record_ids(["<urn:uuid:1>", "<urn:uuid:2>"]) == {"<urn:uuid:1>"}
+        assert state.captures_by_worker(SITE) == {"": 1}
+
+
+def test_a_batch_keeps_the_steps_before_an_exception(state_url: str) -> None:
+    with open_state(state_url) as state:
+        state.add_pending(SITE, [SITE + "a", SITE + "b"])
+        with pytest.raises(RuntimeError), state.batch():
+            state.mark_archived(SITE + "a", _capture("<urn:uuid:1>"), None)
+            raise RuntimeError("a fetch crashed")
+        assert state.counts(SITE) == {"archived": 1, "pending": 1}
+
+
+def test_a_listed_page_makes_new_versions_pending_and_notes_deletions(state_url: str) -> None:
+    with open_state(state_url) as state:
+        state.lists.start(KEY, None)
+        page = [
+            Listed(SITE + "a", "oai:a", "2024-01-02", ("text",), False),
+            Listed(SITE + "gone", "oai:g", "2024-01-02", (), True),
+        ]
+        assert state.record_page(SITE, page, KEY, "t1", "2024-02-01T00:00:00Z") == (1, 1)
+        state.mark_archived(SITE + "a", _capture("<urn:uuid:1>"), "2024-01-02")
+        again = [Listed(SITE + "a", "oai:a", "2024-01-02", ("text",), False)]
+        assert state.record_page(SITE, again, KEY, None, "2024-03-01T00:00:00Z") == (0, 0)
+        position = state.lists.position(KEY)
+        assert (position.token, position.response_date) == (None, "2024-02-01T00:00:00Z")
+        assert state.get(SITE + "a").set_specs == ("text",)  # type: ignore[union-attr]
+
+
+def test_a_new_cycle_requeues_what_was_done(state_url: str) -> None:
+    with open_state(state_url) as state:
+        state.enqueue(SITE, [_row(SITE + "a", "h1", 1)])
+        with state.transaction():
+            state.mark_archived(SITE + "a", _capture("<urn:uuid:1>"), None)
+            state.dequeue(SITE + "a")
+        assert state.requeue_done(SITE) == 1
+        assert [r.url for r in state.queued(SITE)] == [SITE + "a"]
+        assert state.counts(SITE) == {"pending": 1}
