@@ -33,7 +33,7 @@ def run(policy: HeapPolicy, changes: dict[str, bool], fetches: int) -> list[str]
     for _ in range(fetches):
         entry = policy.next()
         assert entry is not None
-        now = max(now + 1.0, entry.allowed)  # one fetch a second, the budget
+        now = max(now + 1.0, policy.at(entry))  # one fetch a second, the budget
         policy.visited(entry.url, Visit(now, changes[entry.url]))
         order.append(entry.url)
     return order

@@ -1,11 +1,12 @@
 """Revisit policies: which URL to visit next, and when, at a budget of ``rate`` fetches a second.
 
 One small interface (:class:`RevisitPolicy`): :meth:`~RevisitPolicy.add` a URL (with what was
-learned of it before, on a restart), ask :meth:`~RevisitPolicy.next` for the URL due first and
-the earliest time it may be fetched, and report each :meth:`~RevisitPolicy.visited`. Every
-policy orders URLs by a due time kept in a heap; the caller spends its budget on the first
-one as soon as its per-URL minimum interval allows (work-conserving), so policies differ only
-in how they set due times. Per-URL :class:`Bounds` clamp every interval.
+learned of it before, on a restart), ask :meth:`~RevisitPolicy.next` for the URL due first
+and :meth:`~RevisitPolicy.at` for when to fetch it, and report each
+:meth:`~RevisitPolicy.visited`. Every policy orders URLs by a due time kept in a heap; the
+interval policies (``uniform``, ``nutch``) spend a budget left over early on the URL due
+first (work-conserving), the rate policies wait for due times that add up to the budget.
+Per-URL :class:`Bounds` clamp every interval.
 
 - ``uniform``: the same interval for every URL, ``len(urls) / rate`` (round robin).
 - ``proportional``: Cho & Garcia-Molina's proportional policy ("Effective page refresh
@@ -82,10 +83,9 @@ class Entry:
 
     @property
     def allowed(self) -> float:
-        """The earliest time the bounds let this URL be fetched."""
-        return (
-            self.due if self.last is None else max(self.due, self.last + self.bounds.min_interval)
-        )
+        """The earliest time the bounds let this URL be fetched: its due time when it was
+        never fetched, else its minimum interval after the last fetch."""
+        return self.due if self.last is None else self.last + self.bounds.min_interval
 
 
 class RevisitPolicy(Protocol):
@@ -97,7 +97,11 @@ class RevisitPolicy(Protocol):
         """Watch ``entry.url``, due at ``entry.due`` (now, for a URL never fetched)."""
 
     def next(self) -> Entry | None:
-        """The URL due first (its ``allowed`` says when it may be fetched), or None."""
+        """The URL due first, or None."""
+
+    def at(self, entry: Entry) -> float:
+        """When to fetch ``entry``, budget permitting: its due time, or, for a policy that
+        spends a budget left over early (work-conserving), as soon as its bounds allow."""
 
     def visited(self, url: str, visit: Visit) -> Entry:
         """Learn from a fetch of ``url``; return its new entry (with its next due time)."""
@@ -110,6 +114,7 @@ class HeapPolicy:
     """The due-time heap every policy shares; subclasses set :meth:`_due_after`."""
 
     name = "base"
+    work_conserving = True
 
     def __init__(self, rate: float) -> None:
         if rate <= 0:
@@ -131,6 +136,9 @@ class HeapPolicy:
                 return entry
             heapq.heappop(self._heap)  # superseded by a later push
         return None
+
+    def at(self, entry: Entry) -> float:
+        return entry.allowed if self.work_conserving else max(entry.due, entry.allowed)
 
     def visited(self, url: str, visit: Visit) -> Entry:
         old = self._entries[url]
@@ -168,7 +176,14 @@ class UniformPolicy(HeapPolicy):
 
 
 class RatePolicy(HeapPolicy):
-    """Due when ``rate_of(history) * age`` reaches ``theta = sum(rates) / budget``."""
+    """Due when ``rate_of(history) * age`` reaches ``theta = sum(rates) / budget``.
+
+    Not work-conserving: fetching a URL early because the budget is free would rank it by
+    when it reaches ``theta``, not by how likely it is to have changed now, and keep
+    re-fetching the URL with the shortest interval. ``theta`` sets the intervals so their
+    fetches add up to the budget (``sum(1 / interval) = budget`` before the bounds)."""
+
+    work_conserving = False
 
     def __init__(self, rate: float, rate_of: Callable[[History], float], prior: bool) -> None:
         super().__init__(rate)
@@ -177,12 +192,22 @@ class RatePolicy(HeapPolicy):
         self._rates: dict[str, float] = {}
         self._total = 0.0
 
+    def add(self, entry: Entry) -> None:
+        """Watch ``entry.url``; until its first revisit it counts in ``theta`` at the rate
+        of the uniform interval, so the first intervals are uniform ones."""
+        super().add(entry)
+        self._learn(entry.url, 1 / self.uniform_interval())
+
+    def _learn(self, url: str, rate: float) -> None:
+        self._total += rate - self._rates.get(url, 0.0)
+        self._rates[url] = rate
+
     def _due_after(self, old: Entry, entry: Entry, visit: Visit) -> Entry:
-        rate = self.rate_of(entry.history)
+        history = entry.history
+        rate = self.rate_of(history) if history.visits else self._rates[entry.url]
         if self.prior:
             rate = max(rate, 0.5 / (entry.history.observed + self.uniform_interval()))
-        self._total += rate - self._rates.get(entry.url, 0.0)
-        self._rates[entry.url] = rate
+        self._learn(entry.url, rate)
         theta = self._total / self.rate
         interval = theta / rate if rate > 0 else math.inf
         return replace(entry, due=visit.at + entry.bounds.clamp(interval))
