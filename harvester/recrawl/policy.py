@@ -80,6 +80,7 @@ class Entry:
     due: float = 0.0
     interval: float = 0.0  # the nutch policy's current interval (0: not set yet)
     modified: float | None = None  # the last Last-Modified (or change) seen
+    weight: float = 1.0  # the rate policies count its changes this many times
 
     @property
     def allowed(self) -> float:
@@ -207,6 +208,7 @@ class RatePolicy(HeapPolicy):
         rate = self.rate_of(history) if history.visits else self._rates[entry.url]
         if self.prior:
             rate = max(rate, 0.5 / (entry.history.observed + self.uniform_interval()))
+        rate *= entry.weight
         self._learn(entry.url, rate)
         theta = self._total / self.rate
         interval = theta / rate if rate > 0 else math.inf
