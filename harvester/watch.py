@@ -27,7 +27,6 @@ import math
 import signal
 import time
 from dataclasses import dataclass, field, replace
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -39,7 +38,7 @@ from harvester.discovery import discover
 from harvester.exceptions import FetchError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher, FetchSettings
-from harvester.harvest import Harvest
+from harvester.harvest import Harvest, _http_time, _prefix
 from harvester.lock import CollectionLock
 from harvester.politeness import Pacer
 from harvester.recrawl.estimate import History, estimate
@@ -311,16 +310,3 @@ def _has_endpoint(settings: HarvestSettings) -> bool:
     with HarvestState(settings.state_path) as state:
         return discover(settings, state) is not None
 
-
-def _http_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError):
-        return None
-
-
-def _prefix(url: str) -> str:
-    host = urlsplit(url).hostname or "site"
-    return "".join(c if c.isalnum() or c in "-." else "-" for c in host)
