@@ -309,4 +309,3 @@ def _has_endpoint(settings: HarvestSettings) -> bool:
     settings.out.mkdir(parents=True, exist_ok=True)
     with HarvestState(settings.state_path) as state:
         return discover(settings, state) is not None
-
