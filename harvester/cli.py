@@ -124,6 +124,67 @@ _FOLDERS = click.Path(exists=True, file_okay=False, path_type=Path)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
+@cli.command(epilog=_exit_codes())
+@click.argument("urls", nargs=-1)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="One collection per source under this folder.",
+)
+@click.option(
+    "--sources",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TOML file of [[source]] tables (url, mode, out, weight, intervals).",
+)
+@click.option(
+    "--rate",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Requests per second over the whole watch.",
+)
+@click.option("--max-time", type=float, help="Stop after this many seconds.")
+@click.option(
+    "--revisit", type=click.Choice(["adaptive", "uniform"]), default="adaptive", show_default=True
+)
+@click.option(
+    "--mode", type=click.Choice(["auto", "oai", "crawl"]), default="auto", show_default=True
+)
+@click.option(
+    "--min-interval",
+    type=float,
+    default=60.0,
+    show_default=True,
+    help="Seconds between two fetches of one URL, at least.",
+)
+@click.option(
+    "--max-interval",
+    type=float,
+    default=7 * 86400.0,
+    show_default=True,
+    help="Seconds between two fetches of one URL, at most.",
+)
+@click.option("--delay", type=float, default=0.0, help="Seconds between requests to one host.")
+@click.option("--ignore-robots", is_flag=True)
+@click.option("--quiet", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def watch(urls: tuple[str, ...], out: Path, sources: Path | None, **flags: Any) -> int:
+    """Keep the collections of URLS (or --sources) current until stopped (SIGTERM, Ctrl-C)."""
+    from harvester.watchcli import run_watch
+
+    _log_to(out / "watch.log", flags["quiet"])
+    try:
+        summary = run_watch(list(urls), out, sources, **flags)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if flags["as_json"]:
+        click.echo(json.dumps(summary, sort_keys=True))
+    else:
+        click.echo("  ".join(f"{k}={v}" for k, v in summary.items()))
+    return ExitCode.OK
+
+
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
 @click.option("--to", "folder", type=click.Path(file_okay=False, path_type=Path), required=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 Clock = Callable[[], datetime]
 
@@ -22,3 +23,17 @@ def as_utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
+
+
+def http_time(value: str | None) -> float | None:
+    """An HTTP-date (``Last-Modified``) as epoch seconds; None when absent or unreadable.
+
+    >>> http_time("Sun, 06 Nov 1994 08:49:37 GMT"), http_time("soon")
+    (784111777.0, None)
+    """
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None

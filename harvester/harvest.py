@@ -19,7 +19,6 @@ import logging
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,6 +27,7 @@ from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
+from harvester.clock import http_time
 from harvester.crawl.build import CrawlerFactory
 from harvester.discovery import discover, records_mode
 from harvester.exceptions import FetchError, LeaseLost
@@ -317,7 +317,7 @@ class Harvest:
                 res, "the body ended before its Content-Length (changed mid-transfer?)", None
             )
             return
-        modified = _http_time(result.header("Last-Modified"))
+        modified = http_time(result.header("Last-Modified"))
         if (
             modified is not None
             and self._list_started is not None
@@ -382,12 +382,3 @@ def _endpoint_url(found: EndpointInfo | ResourceSyncSource | None) -> str | None
     if isinstance(found, ResourceSyncSource):
         return found.capability_list
     return None if found is None else found.endpoint
-
-
-def _http_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError):
-        return None

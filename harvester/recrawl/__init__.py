@@ -1,0 +1,1 @@
+"""Recrawl scheduling: change-rate estimates and revisit policies (sans-IO), for ``watch``."""

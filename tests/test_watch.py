@@ -1,0 +1,119 @@
+"""``harvester watch`` against a live loopback site whose pages change: revisits, signals,
+SIGKILL and restart."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from tests.servers import RunningServer, start_wsgi
+
+RATES = [2.0, 0.0, 0.0, 0.0]  # p0 changes about twice a second, the others never
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> tuple[RunningServer, Path]:
+    log = tmp_path / "handed-out.log"
+    server = start_wsgi(
+        "tests.changing_site:changing_site", {"rates": RATES, "seed": 3, "log": str(log)}
+    )
+    yield server, log
+    server.stop()
+
+
+def watch(url: str, out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "harvester.cli", "watch", url + "/", "--out", str(out)]
+    argv += ["--rate", "20", "--min-interval", "0.2", "--quiet", "--json", *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def records(out: Path) -> Counter[tuple[str, str]]:
+    """(WARC-Type, path) counts over every WARC file of the collection."""
+    seen: Counter[tuple[str, str]] = Counter()
+    for path in sorted(out.glob("*/warcs/*.warc.gz")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                seen[(record.rec_type, "/" + uri.split("/", 3)[-1])] += 1
+    return seen
+
+
+def bodies(out: Path) -> set[tuple[str, int]]:
+    """(path, version) of every response body archived."""
+    found = set()
+    for path in sorted(out.glob("*/warcs/*.warc.gz")):
+        with open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type == "response":
+                    text = record.content_stream().read().decode()
+                    if " version " in text:
+                        words = text.split("<body>")[1].split()
+                        found.add((words[0], int(words[2].split("<")[0])))
+    return found
+
+
+def learned(out: Path) -> int:
+    (state,) = out.glob("*/state.sqlite")
+    with sqlite3.connect(state) as db:
+        return int(db.execute("SELECT SUM(visits) FROM revisits").fetchone()[0] or 0)
+
+
+def test_watch_revisits_what_changes_and_records_revisits(
+    site: tuple[RunningServer, Path], tmp_path: Path
+) -> None:
+    server, log = site
+    out = tmp_path / "coll"
+    proc = watch(server.url, out, "--max-time", "5")
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0, stderr.decode()
+    summary = json.loads(stdout)
+    assert summary["new_urls"] == len(RATES)
+    seen = records(out)
+    assert seen[("response", "/")] == 1
+    assert all(seen[("response", f"/p{i}")] >= 1 for i in range(len(RATES)))
+    assert seen[("revisit", "/p1")] >= 1  # unchanged: a revisit record, no new payload
+    assert seen[("response", "/p0")] >= 2  # the page that changes is archived again
+    handed = {(p, int(v)) for p, v in (line.split() for line in log.read_text().splitlines())}
+    assert handed == bodies(out)
+
+
+def test_sigterm_stops_cleanly_and_a_restart_keeps_what_it_learned(
+    site: tuple[RunningServer, Path], tmp_path: Path
+) -> None:
+    server, _log = site
+    out = tmp_path / "coll"
+    proc = watch(server.url, out)
+    time.sleep(3)
+    proc.send_signal(signal.SIGTERM)
+    _stdout, stderr = proc.communicate(timeout=10)
+    assert proc.returncode == 0, stderr.decode()
+    before = learned(out)
+    assert before > 0
+    again = watch(server.url, out, "--max-time", "2")
+    stdout, stderr = again.communicate(timeout=30)
+    assert again.returncode == 0, stderr.decode()
+    assert json.loads(stdout)["new_urls"] == 0  # nothing refetched as new
+    assert learned(out) > before
+
+
+def test_sigkill_loses_nothing(site: tuple[RunningServer, Path], tmp_path: Path) -> None:
+    server, log = site
+    out = tmp_path / "coll"
+    proc = watch(server.url, out)
+    time.sleep(3)
+    proc.kill()
+    proc.communicate(timeout=10)
+    again = watch(server.url, out, "--max-time", "1.5")
+    _stdout, stderr = again.communicate(timeout=30)
+    assert again.returncode == 0, stderr.decode()
+    handed = {(p, int(v)) for p, v in (line.split() for line in log.read_text().splitlines())}
+    assert handed <= bodies(out)
