@@ -23,7 +23,7 @@ import ssl
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from harvester.exceptions import DiscoveryError, NoRecordsMatch, UnreachableError
+from harvester.exceptions import DiscoveryError, UnreachableError
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, probe
 from harvester.resourcesync import ResourceSyncReader, ResourceSyncSource
@@ -89,41 +89,15 @@ def _identify(settings: HarvestSettings) -> EndpointInfo | None:
     )
 
 
-def records_mode(settings: HarvestSettings, info: EndpointInfo, state: State) -> bool:
-    """Whether to ingest ``info``'s repository in records mode: ``--mode records``, or (in
-    ``auto`` and ``oai``) when its first listed identifier is not an http(s) URL, as in
-    DSpace, EPrints, Invenio and OJS (``oai:repo.example.org:1234``). The first run that
-    sees an identifier decides for the endpoint, and later runs send no request to ask."""
+def records_mode(settings: HarvestSettings, info: EndpointInfo, state: State) -> bool | None:
+    """Whether to ingest ``info``'s repository in records mode: ``--mode records``, or what
+    an earlier run found (its identifiers are not http(s) URLs, as in DSpace, EPrints,
+    Invenio and OJS: ``oai:repo.example.org:1234``); None while no run has listed it yet,
+    when the first page of the harvest's own list decides (:class:`~harvester.listing.Lister`),
+    so a mod_oai site is asked nothing more."""
     if settings.mode == "records":
         return True
-    items = state.items
-    known = items.records_mode(info.endpoint)
-    if known is not None:
-        return known
-    decided = _peek(settings, info)
-    if decided is not None:
-        items.decide_mode(info.endpoint, decided)
-    return bool(decided)
-
-
-def _peek(settings: HarvestSettings, info: EndpointInfo) -> bool | None:
-    """Whether the first identifier listed is not an http(s) URL; None with none listed."""
-    with OAIClient(info.endpoint, limits=oai_limits(settings)) as client:
-        try:
-            page = next(client.list_identifiers(set_spec=_first(settings.sets)), None)
-        except NoRecordsMatch:
-            return None
-    first = page.headers[0].identifier if page and page.headers else ""
-    if not first:
-        return None
-    records = not first.lower().startswith(("http://", "https://"))
-    if records:
-        log.info("identifiers like %r are not URLs: ingesting records", first)
-    return records
-
-
-def _first(sets: tuple[str, ...]) -> str | None:
-    return sets[0] if sets else None
+    return state.items.records_mode(info.endpoint)
 
 
 def reach(url: str, timeout: float = CONNECT_TIMEOUT) -> None:

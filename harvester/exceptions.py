@@ -122,6 +122,12 @@ class DiscoveryError(HarvestError):
     """No OAI-PMH endpoint was found and the mode does not allow crawling."""
 
 
+class RecordsRepository(DiscoveryError):
+    """The endpoint's first list shows identifiers that are not URLs (or it has no
+    ``oai_didl``): a repository to ingest in records mode, not a mod_oai site. Raised before
+    anything of that list is kept; the harvest turns to records mode."""
+
+
 class ArchiveError(HarvestError):
     """A WARC, DIDL or index file could not be written or repaired."""
 

@@ -30,7 +30,7 @@ from harvester.archive.warc import RotatingWARCWriter
 from harvester.clock import http_time
 from harvester.crawl.build import CrawlerFactory
 from harvester.discovery import discover, records_mode
-from harvester.exceptions import FetchError, LeaseLost
+from harvester.exceptions import FetchError, LeaseLost, RecordsRepository
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import FetchSettings
@@ -78,6 +78,7 @@ class Harvest:
         self._list_started: float | None = None
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
         self.shared: SharedJob | None = None  # with a state many workers share
+        self._undecided = False  # no run has listed the endpoint: its first page decides
 
     def run(self) -> Summary:
         """Harvest once; CollectionInUse while another run holds the collection."""
@@ -90,6 +91,7 @@ class Harvest:
             records = isinstance(found, EndpointInfo) and records_mode(
                 self.settings, found, self.state
             )
+            self._undecided = records is None
             strategy = "oai-records" if records else _strategy(found, self.settings.oai_strategy)
             self.summary.endpoint = _endpoint_url(found)
             self.summary.mode = "records" if records else _mode(found)
@@ -104,7 +106,7 @@ class Harvest:
                 elif records and isinstance(found, EndpointInfo):
                     asyncio.run(self._ingest(found, recorder))
                 else:
-                    self._harvest(self._lister(found, recorder), recorder)
+                    self._list_or_ingest(found, recorder)
             finally:
                 self.writer.close()
                 self._index()
@@ -113,12 +115,26 @@ class Harvest:
             runs.finished(run_id, _now(), self.summary.as_dict())
         return self.summary
 
+    def _list_or_ingest(self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder) -> None:
+        """The listed path; an endpoint whose first list shows it is no mod_oai site (its
+        identifiers are not URLs) is ingested in records mode instead."""
+        try:
+            self._harvest(self._lister(found, recorder), recorder)
+        except RecordsRepository as exc:
+            assert isinstance(found, EndpointInfo)
+            log.info("%s", exc)
+            self.summary.mode = "records"
+            records = Recorder(self.writer, strategy="oai-records", endpoint=found.endpoint)
+            asyncio.run(self._ingest(found, records))
+
     def _lister(
         self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder
     ) -> Lister | ResourceSyncLister:
         if isinstance(found, ResourceSyncSource):
             return ResourceSyncLister(self.settings, self.state, found, self.summary)
-        return Lister(self.settings, self.state, found, recorder, self.summary)
+        return Lister(
+            self.settings, self.state, found, recorder, self.summary, decide_mode=self._undecided
+        )
 
     def _harvest(self, lister: Lister | ResourceSyncLister, recorder: Recorder) -> None:
         """The listed path (OAI-PMH or ResourceSync): list, note deletions, fetch what is

@@ -20,7 +20,12 @@ from collections.abc import Callable, Iterator
 
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
-from harvester.exceptions import BadResumptionToken, NoRecordsMatch
+from harvester.exceptions import (
+    BadResumptionToken,
+    CannotDisseminateFormat,
+    NoRecordsMatch,
+    RecordsRepository,
+)
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
 from harvester.settings import HarvestSettings
@@ -38,6 +43,8 @@ class Lister:
         endpoint: EndpointInfo,
         recorder: Recorder,
         summary: Summary,
+        *,
+        decide_mode: bool = False,
     ) -> None:
         self.settings = settings
         self.state = state
@@ -45,6 +52,7 @@ class Lister:
         self.recorder = recorder
         self.summary = summary
         self.site = settings.site_url
+        self._deciding = decide_mode  # no run has listed the endpoint yet
 
     @property
     def keys(self) -> list[ListKey]:
@@ -96,6 +104,7 @@ class Lister:
     ) -> bool:
         try:
             for listed, page_token, response_date, page in self._fetch(from_, key.set_spec, token):
+                self._decide(key, listed)
                 self.state.record_page(self.site, listed, key, page_token, response_date)
                 self.summary.listed += len(listed)
                 if page is not None:
@@ -105,8 +114,32 @@ class Lister:
         except NoRecordsMatch:
             # The next run lists from the same date: an empty list moves nothing forward.
             log.info("nothing new since %s", from_)
+        except CannotDisseminateFormat:
+            if not self._deciding:
+                raise
+            self._decided(key, why="it has no oai_didl records")
         self.state.lists.finish(key)
         return True
+
+    def _decide(self, key: ListKey, listed: list[Listed]) -> None:
+        """On the first page an endpoint ever lists: a mod_oai site's identifiers are its
+        files' URLs; anything else is a repository to ingest in records mode."""
+        if not self._deciding or not listed:
+            return
+        first = listed[0].identifier
+        if first.lower().startswith(("http://", "https://")):
+            self._deciding = False
+            self.state.items.decide_mode(self.endpoint.endpoint, False)
+            return
+        self._decided(key, why=f"its identifiers, like {first!r}, are not URLs")
+
+    def _decided(self, key: ListKey, *, why: str) -> None:
+        """A records repository: this list was never ours to keep."""
+        self._deciding = False
+        with self.state.transaction():
+            self.state.lists.forget(key)
+            self.state.items.decide_mode(self.endpoint.endpoint, True)
+        raise RecordsRepository(f"{self.endpoint.endpoint}: {why}: ingesting its records")
 
     def _fetch(
         self, from_: str | None, set_spec: str | None, token: str | None

@@ -185,3 +185,17 @@ def test_a_schema_1_state_keeps_its_bound_for_the_lists_it_covered(tmp_path: Pat
             assert firsts[-1] == (sets[-1], "2020-06-01T09:59:59Z"), "the old bound was lost"
     with SQLiteState(out / "state.sqlite") as state:
         assert state.db.execute("SELECT value FROM meta").fetchone() == ("2",)
+
+
+def test_a_mod_oai_sites_first_harvest_asks_for_its_list_once(tmp_path: Path) -> None:
+    """Whether an endpoint is a mod_oai site or a repository to ingest as records is decided
+    on the first page of the harvest's own list: no extra list request to find out."""
+    site = make_site(tmp_path / "www", pages=30, seed=3)
+    with _watched(site, tmp_path) as server:
+        first = harvest(server, tmp_path / "out")
+        log = read_log(tmp_path / "requests.jsonl")
+    starts = [a for a in _lists(log) if "resumptionToken" not in a]
+    assert starts == [{"verb": "ListIdentifiers", "metadataPrefix": "oai_dc"}]
+    assert first["failed"] == 0 and first["fetched"] == len(site.public)
+    with SQLiteState(tmp_path / "out" / "state.sqlite") as state:
+        assert state.items.records_mode(f"{server.url}/oai") is False

@@ -232,6 +232,9 @@ class ListStore(Protocol):
 
     def finish(self, key: ListKey) -> None: ...
 
+    def forget(self, key: ListKey) -> None:
+        """Drop the list under way as if it had never started; its bound stays."""
+
     def advance(self, keys: list[ListKey], oldest_unarchived: str | None) -> None:
         """In one transaction, each listed list's next ``from``: its own responseDate, held
         back to ``oldest_unarchived``; a list that delivered nothing keeps its bound."""

@@ -75,6 +75,14 @@ class SQLiteLists:
             key.columns,
         )
 
+    def forget(self, key: ListKey) -> None:
+        """Drop the list under way as if it had never started; its bound stays."""
+        self.db.execute(
+            "UPDATE lists SET list_from=NULL, list_token=NULL, list_response_date=NULL,"
+            " list_state='idle' WHERE endpoint=? AND set_spec=? AND prefix=?",
+            key.columns,
+        )
+
     def advance(self, keys: list[ListKey], oldest_unarchived: str | None) -> None:
         """Each listed list's next ``from``: its own responseDate, held back to the oldest
         resource still waiting; a list that delivered nothing keeps its bound."""
