@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -216,7 +217,9 @@ class Harvest:
         """Groups that reached the disk before the state heard of them.
 
         On the OAI-PMH path they count as archived. A crawl fetches such a page again, to
-        queue its links; the capture is remembered so the refetch becomes a revisit.
+        queue its links; the capture's digests are remembered so the refetch becomes a
+        revisit, but not its validators: a conditional request would be answered 304, with
+        no body to take the links from, and the page's links would never be queued.
         """
         found = recorder.reconcile(repaired)
         known = self.state.known_record_ids(c.record_id for _u, c in found)
@@ -227,7 +230,7 @@ class Harvest:
             if archive:
                 self.state.mark_archived(url, capture, None)
             else:
-                self.state.remember_capture(url, capture)
+                self.state.remember_capture(url, replace(capture, etag=None, last_modified=None))
             log.info("recovered the capture of %s from %s", url, capture.warc_file)
 
     def _write_deletions(self, recorder: Recorder) -> None:

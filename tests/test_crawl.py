@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive.repair import verify_warc
 from harvester.assembly import build_harvest
@@ -189,3 +190,40 @@ def test_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     for path in (out / "warcs").iterdir():
         assert path.name.endswith(".warc.gz")
         verify_warc(path)
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_kill_between_archive_and_commit_loses_no_link(tmp_path: Path, groups: int) -> None:
+    """SIGKILL right after a page's WARC group reached the disk, before the state recorded
+    it (``tests/killed_harvester.py``): the resumed crawl fetches the page again, as a
+    revisit of the recovered capture, and queues its links. (The first page is the root:
+    lose its links and nothing else is ever crawled.)"""
+    site = make_site(tmp_path / "www", pages=30, seed=8)
+    out = tmp_path / "out"
+    with start_provider(
+        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
+    ) as server:
+        args = ["harvest", server.url + "/", "--out", str(out), "--quiet", "--mode", "crawl"]
+        args += ["--delay-factor", "0"]
+        killed = subprocess.run(
+            [sys.executable, "-m", "tests.killed_harvester", str(groups), *args],
+            capture_output=True,
+            timeout=120,
+        )
+        assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+        (open_file,) = (out / "warcs").glob("*.warc.gz.open")
+        with open(open_file, "rb") as fh:
+            kinds = [(r.rec_type, r.rec_headers["WARC-Target-URI"]) for r in ArchiveIterator(fh)]
+            dying = [uri for kind, uri in kinds if kind == "response"][-1]
+        resumed = subprocess.run(
+            [sys.executable, "-m", "harvester.cli", *args], capture_output=True, timeout=300
+        )
+        assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+        linked = {url_of(server, p) for p in site.linked}
+    recs = records(out)
+    got = Counter(h["WARC-Target-URI"] for t, h, _c in recs if t == "response")
+    assert linked <= set(got), "no discovered URL is lost"
+    assert got[dying] == 1
+    (revisit,) = (h for t, h, _c in recs if t == "revisit" and h["WARC-Target-URI"] == dying)
+    assert revisit["WARC-Profile"].endswith("identical-payload-digest")
+    assert not open_file.exists(), "the killed run's file was repaired and finished"

@@ -227,7 +227,7 @@ class Crawler:
         assert res is not None, "every queued URL has a resource row"
         outlinks = [link.url for link in links]
         capture, unchanged = self.recorder.fetched(res, result, outlinks=outlinks)
-        with self.state.transaction():
+        with self.frontier.step():
             self._acknowledge(item)
             self.state.mark_archived(item.url, capture, None)
             self.state.dequeue(item.url)

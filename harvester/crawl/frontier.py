@@ -11,7 +11,8 @@ policy wins (:meth:`PolicySet.combine`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 from harvester.crawl.links import Link
@@ -66,7 +67,12 @@ class Frontier:
         """Queue start URLs (depth 0, each with its seed policy); returns how many were new.
 
         Seeds pass the scope and trap rules as links do: a seed refused is logged, not queued.
+        Call outside a transaction: the seeds are committed on their own before they are seen.
         """
+        with self.seen.deferred():
+            return len(self._enqueue(self._seed_rows(urls)))
+
+    def _seed_rows(self, urls: Iterable[str]) -> list[QueuedRow]:
         rows = []
         for raw in urls:
             try:
@@ -79,13 +85,22 @@ class Frontier:
             policy = self.policies.for_seed(url)
             if self.seen.add_if_new(url):
                 rows.append(self._row(url, 0, policy, 0, self.scorer.initial(True, policy), None))
-        return len(self._enqueue(rows))
+        return rows
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """One fetched page's state transaction: ``with frontier.step(): ...`` records the
+        page and, through :meth:`discovered`, queues its links, all in one commit. The seen
+        set persists those links only after the commit, and forgets them if the step fails."""
+        with self.seen.deferred(), self.state.transaction():
+            yield
 
     def discovered(self, parent: QueuedURL, links: Sequence[Link]) -> list[QueuedRow]:
         """Score a fetched page's links; queue the new ones, add to the score of the others.
 
-        Call inside the state transaction that records the page, so that a page's links are
-        persisted together with the fact that it was fetched.
+        Call inside :meth:`step`, the transaction that records the page, so that a page's
+        links are persisted together with the fact that it was fetched, and are seen only
+        once they are.
         """
         distance = self._distance.pop(parent.url, 0)
         outlinks = distinct(self._followed(parent, distance, links))

@@ -22,6 +22,11 @@ was after the last complete flush, never torn. Fingerprints added since then are
 caller tolerates this because its frontier is persisted separately and is re-added on start.
 Call :meth:`SeenSet.flush` at checkpoints; :meth:`SeenSet.close` flushes too.
 
+The converse must hold too: the store may never hold a URL whose frontier row was not
+committed, or that URL is never queued again. URLs added inside :meth:`SeenSet.deferred` (the
+span of the caller's state transaction) are therefore never flushed before the block ends,
+and are forgotten when it raises.
+
 Two different URLs of one host share a fingerprint with probability about n**2 / 2**45 for a
 host of n URLs (about 3 % for a host of a million URLs); such a URL is wrongly taken as seen.
 """
@@ -30,7 +35,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from hashlib import blake2b
 from pathlib import Path
@@ -107,6 +113,7 @@ class SeenSet(Component):
         self._cache = ClockCache(cache_size)
         self._store = FingerprintFile(path, index_stride)
         self._buffer: set[int] = set()
+        self._deferred: list[int] | None = None  # added inside deferred(), not yet committed
         self._buffer_hits = self._disk_probes = self._disk_hits = self._flushes = 0
 
     # -- lifecycle -------------------------------------------------------------------
@@ -164,6 +171,33 @@ class SeenSet(Component):
     def _record(self, fp: int) -> None:
         self._buffer.add(fp)
         self._cache.insert(fp)
+        if self._deferred is not None:
+            self._deferred.append(fp)
+        elif len(self._buffer) >= self.buffer_size:
+            self.flush()
+
+    # -- the caller's transactions ---------------------------------------------------
+
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A block whose additions the caller's state commits at the block's end.
+
+        Inside, nothing is flushed: no URL reaches the store before its frontier row is
+        committed. A normal end flushes a full buffer. When the block raises, the URLs it
+        added are forgotten, since the state never queued them. Blocks do not nest.
+        """
+        if self._deferred is not None:
+            raise RuntimeError("SeenSet.deferred() blocks do not nest")
+        added: list[int] = []
+        self._deferred = added
+        try:
+            yield
+        except BaseException:
+            self._buffer.difference_update(added)  # none was flushed: all are in the buffer
+            self._cache.clear()  # it may hold them too; it is only a cache
+            raise
+        finally:
+            self._deferred = None
         if len(self._buffer) >= self.buffer_size:
             self.flush()
 
