@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
@@ -30,21 +31,20 @@ from harvester.summary import Summary
 log = logging.getLogger(__name__)
 
 
+@dataclass
 class Lister:
-    def __init__(
-        self,
-        settings: HarvestSettings,
-        state: State,
-        endpoint: EndpointInfo,
-        recorder: Recorder,
-        summary: Summary,
-    ) -> None:
-        self.settings = settings
-        self.state = state
-        self.endpoint = endpoint
-        self.recorder = recorder
-        self.summary = summary
-        self.site = settings.site_url
+    """Lists the site through ``endpoint`` into ``state``; strategy ``didl`` archives what the
+    records carry through ``recorder``."""
+
+    settings: HarvestSettings
+    state: State
+    endpoint: EndpointInfo
+    recorder: Recorder
+    summary: Summary
+
+    @property
+    def site(self) -> str:
+        return self.settings.site_url
 
     @property
     def keys(self) -> list[ListKey]:
