@@ -64,9 +64,15 @@ class PermanentFetchError(FetchError):
 
 
 class OAIError(HarvestError):
-    """An OAI-PMH ``<error code="...">``; each code has its own subclass."""
+    """An OAI-PMH ``<error code="...">``; each code has its own subclass, named by the code with
+    a capital first letter (unless it sets ``code`` itself)."""
 
     code: ClassVar[str] = ""
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        if "code" not in cls.__dict__:
+            cls.code = cls.__name__[0].lower() + cls.__name__[1:]
 
     @classmethod
     def for_code(cls, code: str, message: str) -> OAIError:
@@ -76,36 +82,37 @@ class OAIError(HarvestError):
 
 
 class BadArgument(OAIError):
-    code = "badArgument"
+    """The request's arguments are illegal, missing or repeated."""
 
 
 class BadResumptionToken(OAIError):
-    code = "badResumptionToken"
+    """The resumptionToken is invalid or expired: restart the list."""
+
     retryable = True
 
 
 class BadVerb(OAIError):
-    code = "badVerb"
+    """The verb is missing, repeated or not an OAI-PMH verb."""
 
 
 class CannotDisseminateFormat(OAIError):
-    code = "cannotDisseminateFormat"
+    """The metadataPrefix is not offered for the item or by the repository."""
 
 
 class IdDoesNotExist(OAIError):
-    code = "idDoesNotExist"
+    """The identifier is unknown or illegal in the repository."""
 
 
 class NoRecordsMatch(OAIError):
-    code = "noRecordsMatch"
+    """The selective-harvesting arguments select nothing."""
 
 
 class NoMetadataFormats(OAIError):
-    code = "noMetadataFormats"
+    """No metadata format is available for the item."""
 
 
 class NoSetHierarchy(OAIError):
-    code = "noSetHierarchy"
+    """The repository does not support sets."""
 
 
 class ProtocolErrorCode(OAIError):

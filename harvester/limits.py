@@ -7,18 +7,25 @@ TOML file or the environment); :func:`fetch_settings` builds the resource fetche
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, TypeVar
 
 from harvester.settings import HarvestSettings
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = ["FetchSettings", "OAILimits", "fetch_settings", "oai_limits"]
+
+_Limits = TypeVar("_Limits", bound="DataclassInstance")
 
 
 @dataclass(frozen=True)
 class FetchSettings:
     """Every limit of the fetcher; times in seconds, sizes in bytes. Built by
-    :func:`fetch_settings`, whose fields of :class:`~harvester.settings.HarvestSettings` say
-    what each means."""
+    :func:`fetch_settings` from the fields of :class:`~harvester.settings.HarvestSettings` of
+    the same names (or the names ``_FETCH_NAMES`` gives), which say what each means."""
 
     user_agent: str
     connect_timeout: float
@@ -56,27 +63,7 @@ class FetchSettings:
 
 def fetch_settings(settings: HarvestSettings) -> FetchSettings:
     """The fetcher's limits out of a harvest's settings; its connections are the harvest's."""
-    return FetchSettings(
-        user_agent=settings.user_agent,
-        connect_timeout=settings.connect_timeout,
-        read_timeout=settings.read_timeout,
-        deadline=settings.fetch_deadline,
-        min_rate=settings.min_rate,
-        rate_grace=settings.rate_grace,
-        max_size=settings.max_size,
-        max_header_size=settings.max_header_size,
-        max_header_count=settings.max_header_count,
-        max_redirects=settings.max_redirects,
-        retries=settings.max_retries,
-        backoff_base=settings.backoff_base,
-        backoff_max=settings.backoff_max,
-        per_host=settings.per_host,
-        total_connections=settings.concurrency,
-        obey_robots=not settings.ignore_robots,
-        robots_max_size=settings.robots_max_size,
-        robots_ttl=settings.robots_ttl,
-        robots_error_ttl=settings.robots_error_ttl,
-    )
+    return _picked(FetchSettings, settings, _FETCH_NAMES, obey_robots=not settings.ignore_robots)
 
 
 @dataclass(frozen=True)
@@ -95,12 +82,26 @@ class OAILimits:
 
 def oai_limits(settings: HarvestSettings) -> OAILimits:
     """The OAI-PMH client's limits out of a harvest's settings."""
-    return OAILimits(
-        user_agent=settings.user_agent,
-        timeout=settings.oai_timeout,
-        max_retries=settings.oai_max_retries,
-        max_bytes=settings.oai_max_bytes,
-        max_wait=settings.oai_max_wait,
-        backoff=settings.oai_backoff,
-        deadline=settings.oai_deadline,
-    )
+    return _picked(OAILimits, settings, _OAI_NAMES)
+
+
+# The settings whose names differ from the fields they fill.
+_FETCH_NAMES = {
+    "deadline": "fetch_deadline",
+    "retries": "max_retries",
+    "total_connections": "concurrency",
+}
+_OAI_NAMES = {f.name: f"oai_{f.name}" for f in fields(OAILimits) if f.name != "user_agent"}
+
+
+def _picked(
+    cls: type[_Limits], settings: HarvestSettings, names: Mapping[str, str], **given: object
+) -> _Limits:
+    """A ``cls`` whose every field not ``given`` is the setting of the same name, or of the
+    name ``names`` maps the field to."""
+    picked = {
+        f.name: getattr(settings, names.get(f.name, f.name))
+        for f in fields(cls)
+        if f.name not in given
+    }
+    return cls(**picked, **given)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
@@ -35,24 +36,25 @@ from harvester.summary import Summary
 log = logging.getLogger(__name__)
 
 
+@dataclass
 class Lister:
-    def __init__(
-        self,
-        settings: HarvestSettings,
-        state: State,
-        endpoint: EndpointInfo,
-        recorder: Recorder,
-        summary: Summary,
-        *,
-        decide_mode: bool = False,
-    ) -> None:
-        self.settings = settings
-        self.state = state
-        self.endpoint = endpoint
-        self.recorder = recorder
-        self.summary = summary
-        self.site = settings.site_url
-        self._deciding = decide_mode  # no run has listed the endpoint yet
+    """Lists the site through ``endpoint`` into ``state``; strategy ``didl`` archives what the
+    records carry through ``recorder``. With ``decide_mode`` (no run has listed the endpoint
+    yet) the first page decides whether it is a mod_oai site or a records repository."""
+
+    settings: HarvestSettings
+    state: State
+    endpoint: EndpointInfo
+    recorder: Recorder
+    summary: Summary
+    decide_mode: bool = field(default=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        self._deciding = self.decide_mode
+
+    @property
+    def site(self) -> str:
+        return self.settings.site_url
 
     @property
     def keys(self) -> list[ListKey]:

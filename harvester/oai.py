@@ -49,6 +49,7 @@ from harvester.oaidates import (
     DAY,
     GRANULARITIES,
     SECONDS,
+    checked_datestamp,
     format_for_granularity,
     overlap_from,
     parse_oai_datestamp,
@@ -155,10 +156,7 @@ def _listed_header(element: etree._Element | None, url: str) -> ListedHeader:
     identifier, datestamp = (header.identifier or "").strip(), (header.datestamp or "").strip()
     if not identifier:
         raise ProtocolError(f"{url}: <header> without <identifier>")
-    try:
-        parse_oai_datestamp(datestamp)
-    except ProtocolError as exc:
-        raise ProtocolError(f"{url}: header {identifier!r}: {exc}") from None
+    checked_datestamp(datestamp, f"{url}: header {identifier!r}")
     specs = tuple(s.strip() for s in header.setSpecs if s and s.strip())
     return ListedHeader(identifier, datestamp, specs, bool(header.deleted))
 
@@ -234,10 +232,7 @@ class OAIClient(Component):
         element, url = response.xml.find(_OAI + "Identify"), response.exchange.url
         granularity = _required_text(element, "granularity", url)
         earliest = _required_text(element, "earliestDatestamp", url)
-        try:
-            parse_oai_datestamp(earliest)
-        except ProtocolError as exc:
-            raise ProtocolError(f"{url}: bad earliestDatestamp ({exc})") from None
+        checked_datestamp(earliest, f"{url}: bad earliestDatestamp")
         deleted = _required_text(element, "deletedRecord", url)
         version = _required_text(element, "protocolVersion", url)
         return EndpointInfo(

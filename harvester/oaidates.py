@@ -54,6 +54,15 @@ def parse_oai_datestamp(text: str) -> datetime:
     raise ProtocolError(f"bad OAI-PMH datestamp {text!r}")
 
 
+def checked_datestamp(text: str, where: str) -> datetime:
+    """:func:`parse_oai_datestamp`, its :class:`ProtocolError` led by ``where`` (the URL and
+    the element the datestamp came from)."""
+    try:
+        return parse_oai_datestamp(text)
+    except ProtocolError as exc:
+        raise ProtocolError(f"{where}: {exc}") from None
+
+
 def format_for_granularity(moment: datetime, granularity: str) -> str:
     """``moment`` (timezone-aware) as a ``from``/``until`` argument in ``granularity``.
 

@@ -51,7 +51,7 @@ from harvester.exceptions import (
 )
 from harvester.exchange import Header, HttpExchange, protocol
 from harvester.limits import OAILimits
-from harvester.oaidates import parse_oai_datestamp
+from harvester.oaidates import checked_datestamp
 from harvester.redirects import REDIRECT_STATUSES
 from harvester.retries import backoff_delay, transient_error
 
@@ -104,10 +104,7 @@ def check_envelope(root: etree._Element, verb: str, url: str) -> str:
     date = root.findtext(_OAI + "responseDate")
     if not date:
         raise ProtocolError(f"{url}: OAI-PMH response without responseDate")
-    try:
-        parse_oai_datestamp(date)
-    except ProtocolError as exc:
-        raise ProtocolError(f"{url}: bad responseDate ({exc})") from None
+    checked_datestamp(date, f"{url}: bad responseDate")
     error = root.find(_OAI + "error")
     if error is not None:
         code = error.get("code", "")

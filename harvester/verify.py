@@ -185,16 +185,24 @@ def _line_problem(line: str, records: dict[str, dict[int, Record]]) -> str | Non
         name, offset, length = fields["filename"], int(fields["offset"]), int(fields["length"])
     except (IndexError, KeyError, TypeError, ValueError):
         return "not a CDXJ line of a capture (no filename, offset or length)"
-    if name not in records:
-        return f"points at {name}, which is not in warcs/"
-    record = records[name].get(offset)
-    if record is None:
-        return f"points at no readable record: {name} offset {offset}"
+    record = _record_at(name, offset, records)
+    if isinstance(record, str):
+        return record
     if record.length != length:
         return f"length {length}, but the record at {name} offset {offset} has {record.length}"
     if fields.get("url") and record.uri != fields["url"]:
         return f"url {fields['url']}, but the record at {name} offset {offset} is {record.uri}"
     return None
+
+
+def _record_at(name: str, offset: int, records: dict[str, dict[int, Record]]) -> Record | str:
+    """The readable record at ``offset`` of WARC file ``name``, or why there is none."""
+    if name not in records:
+        return f"points at {name}, which is not in warcs/"
+    record = records[name].get(offset)
+    if record is None:
+        return f"points at no readable record: {name} offset {offset}"
+    return record
 
 
 # -- 3. the state -------------------------------------------------------------------------
@@ -226,11 +234,9 @@ def check_state(
 def _capture_problem(
     record_id: str, name: str, offset: int, records: dict[str, dict[int, Record]]
 ) -> str | None:
-    if name not in records:
-        return f"points at {name}, which is not in warcs/"
-    record = records[name].get(offset)
-    if record is None:
-        return f"points at no readable record: {name} offset {offset}"
+    record = _record_at(name, offset, records)
+    if isinstance(record, str):
+        return record
     if record.record_id != record_id:
         return f"record {record_id}, but {name} offset {offset} holds {record.record_id}"
     return None

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Mapping
-from typing import Protocol
 
 from harvester.crawl.hosts import NEVER, HostState, Politeness, QueuedURL, UrlKey, is_failure
+from harvester.crawl.scheduler import Scheduler
 
 __all__ = [
     "SCHEDULERS",
@@ -56,60 +56,9 @@ SCHEDULERS = ("bfs", "performance", "quality", "capability")
 HeapEntry = tuple[float, int, int, str]  # (key, host rank, token, host)
 
 
-class Scheduler(Protocol):
-    """What the crawl engine asks of a scheduling policy."""
-
-    def add(self, item: QueuedURL) -> None:
-        """Queue a URL (one already queued is replaced)."""
-
-    def next(self, now: float) -> QueuedURL | None:
-        """The URL to fetch now, its host marked in flight; None if no host is eligible now."""
-
-    def wake_time(self) -> float | None:
-        """When a host is next eligible (``<=`` the latest ``now`` if one is already); None if
-        nothing can become eligible until a fetch finishes (or nothing is queued)."""
-
-    def done(
-        self,
-        host: str,
-        *,
-        now: float,
-        latency: float,
-        nbytes: int,
-        status: int | None,
-        retry_after: float | None = None,
-    ) -> None:
-        """A fetch finished: ``latency`` is the seconds until the response started, ``nbytes``
-        the body read, ``status`` None when there was no response."""
-
-    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
-        """The host's robots.txt Crawl-delay (None: none given)."""
-
-    def bump(self, url: str, host: str, scores: Mapping[str, float]) -> None:
-        """Add ``scores`` to a queued URL's scores (a later link brought more); else ignore."""
-
-    def queued(self, url: str, host: str) -> bool:
-        """Whether ``url`` (of ``host``) waits in a queue: added, not yet handed out."""
-
-    def __len__(self) -> int:
-        """URLs queued."""
-
-    def idle(self, host: str) -> bool: ...
-
-    def queued_on(self, host: str) -> int: ...
-
-    def rest(self, host: str, now: float) -> float: ...
-
-    def not_before(self, host: str, at: float) -> None: ...
-
-    def drop(self, host: str) -> int: ...
-
-    def hosts(self) -> int:
-        """Hosts with URLs queued."""
-
-
 class _TwoLevel:
-    """The machinery the four policies share; a subclass says how hosts and URLs are ranked."""
+    """The machinery the four policies share (a :class:`Scheduler`); a subclass says how hosts
+    and URLs are ranked."""
 
     keyed_by_queue = False  # whether a host's level-1 key depends on its queued URLs
     keyed_by_rate = False  # whether it is proportional to the host's rate (unmeasured: the prior)

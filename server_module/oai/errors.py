@@ -36,8 +36,23 @@ __all__ = [
 ]
 
 
+# The human message of each code when the raiser gives none (§3.6 lists the conditions).
+_MESSAGES = {
+    "badArgument": "Illegal, missing or repeated argument",
+    "badResumptionToken": "The resumptionToken is invalid or expired",
+    "badVerb": "Illegal OAI verb",
+    "cannotDisseminateFormat": "The metadata format is not supported",
+    "idDoesNotExist": "The identifier is unknown or illegal in this repository",
+    "noRecordsMatch": "No records match the request",
+    "noMetadataFormats": "No metadata formats are available for the item",
+    "noSetHierarchy": "This repository does not support sets",
+}
+
+
 class OAIError(Exception):
     """An OAI-PMH error condition, rendered as ``<error code="...">message</error>``.
+
+    A subclass's ``code`` is its name with a small first letter, as the protocol spells it.
 
     >>> error = BadVerb()
     >>> error.code, error.echo_arguments, error.message
@@ -50,6 +65,11 @@ class OAIError(Exception):
     echo_arguments: ClassVar[bool] = True
     default_message: ClassVar[str] = "OAI-PMH error"
 
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls.code = cls.__name__[0].lower() + cls.__name__[1:]
+        cls.default_message = _MESSAGES[cls.code]
+
     def __init__(self, message: str | None = None) -> None:
         self.message = message or self.default_message
         super().__init__(self.message)
@@ -61,56 +81,34 @@ class OAIError(Exception):
 class BadArgument(OAIError):
     """Illegal, missing or repeated arguments, or values of illegal syntax."""
 
-    code = "badArgument"
     echo_arguments = False
-    default_message = "Illegal, missing or repeated argument"
 
 
 class BadResumptionToken(OAIError):
     """The resumptionToken is invalid or expired."""
 
-    code = "badResumptionToken"
-    default_message = "The resumptionToken is invalid or expired"
-
 
 class BadVerb(OAIError):
     """The verb is missing, repeated or not an OAI-PMH verb."""
 
-    code = "badVerb"
     echo_arguments = False
-    default_message = "Illegal OAI verb"
 
 
 class CannotDisseminateFormat(OAIError):
     """The metadataPrefix is not supported by the item or by the repository."""
 
-    code = "cannotDisseminateFormat"
-    default_message = "The metadata format is not supported"
-
 
 class IdDoesNotExist(OAIError):
     """The identifier is unknown or illegal in this repository."""
-
-    code = "idDoesNotExist"
-    default_message = "The identifier is unknown or illegal in this repository"
 
 
 class NoRecordsMatch(OAIError):
     """The selective-harvesting arguments result in an empty list."""
 
-    code = "noRecordsMatch"
-    default_message = "No records match the request"
-
 
 class NoMetadataFormats(OAIError):
     """No metadata formats are available for the item."""
 
-    code = "noMetadataFormats"
-    default_message = "No metadata formats are available for the item"
-
 
 class NoSetHierarchy(OAIError):
     """The repository does not support sets."""
-
-    code = "noSetHierarchy"
-    default_message = "This repository does not support sets"
