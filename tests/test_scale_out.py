@@ -137,14 +137,21 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
     site = "http://127.0.0.2:9/"
     with open_state(url) as state:
         state.add_pending(site, [site + "a"])
+    # All claim at one agreed moment, after every process has started, with a lease longer
+    # than a loaded machine may keep one of them waiting (a 0.5 s lease expired between a
+    # slow racer's start and its claim, so two racers won, each in turn).
     claim = (
-        "import sys; from harvester.storage import open_state\n"
-        "s = open_state(sys.argv[1]); s.open(); s.leases.seconds = 0.5\n"
+        "import sys, time; from harvester.storage import open_state\n"
+        "s = open_state(sys.argv[1]); s.open(); s.leases.seconds = 3.0\n"
+        "time.sleep(max(float(sys.argv[4]) - time.time(), 0))\n"
         "print(len(s.leases.claim_hosts(sys.argv[2], sys.argv[3], 'fetch', 1)))"
     )
+    at = str(time.time() + 5.0)
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", claim, url, site, f"w{i}"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", claim, url, site, f"w{i}", at],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for i in range(4)
     ]
@@ -152,7 +159,7 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
     with open_state(url) as state:
         assert state.leases is not None
         state.leases.seconds = 0.5
-        time.sleep(0.6)  # the winner's lease expires
+        time.sleep(3.1)  # the winner's lease expires
         (mine,) = state.leases.claim_hosts(site, "late", "fetch", 1)
         assert state.leases.claim_hosts(site, "later", "fetch", 1) == []
         with open_state(url) as stale:
