@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from harvester.archive.didl import DIDL_NS, HTTP_NS, PRES_NS
+
 log = logging.getLogger(__name__)
-DIDL = "{urn:mpeg:mpeg21:2002:02-DIDL-NS}"
-PRES = "{urn:coop-archive:preservation:1.0}"
-HTTP = "{urn:coop-archive:http-header:1.0}"
+DIDL, PRES, HTTP = (f"{{{ns}}}" for ns in (DIDL_NS, PRES_NS, HTTP_NS))
 MAX_FIELDS = 100
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
 _VALUE = re.compile(r"[^\x00-\x08\x0a-\x1f\x7f]{0,8192}")

@@ -255,10 +255,10 @@ def urls(site_url: str, oai: str | None, set_spec: str | None, deleted: bool, as
             continue
         count += not item.deleted
         if as_json:
-            line = {"url": item.url, "datestamp": item.datestamp, "deleted": item.deleted}
-            click.echo(json.dumps({**line, "sets": list(item.sets)}))
+            line = {"url": item.identifier, "datestamp": item.datestamp, "deleted": item.deleted}
+            click.echo(json.dumps({**line, "sets": list(item.set_specs)}))
         else:
-            click.echo(("deleted " if item.deleted else "") + item.url)
+            click.echo(("deleted " if item.deleted else "") + item.identifier)
     if not as_json:
         click.echo(f"{count} URLs from {source.name}", err=True)
     return ExitCode.OK

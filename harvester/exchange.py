@@ -5,19 +5,16 @@ Both HTTP clients of the harvester produce this one value — the resource fetch
 — and the recorder (:mod:`harvester.archive.recorder`) turns it into WARC records. The HTTP
 version is spelled once, as the protocol token that begins a status line (RFC 9112 §2.3,
 ``HTTP/1.0`` or ``HTTP/1.1``), because that is what the WARC record's HTTP block must start
-with for replay tools such as pywb to read it. :class:`ResourceFetcher` is what the rest of the
-harvester needs from a resource fetcher: one exchange per URL.
+with for replay tools such as pywb to read it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 from urllib.parse import urlsplit
 
-__all__ = ["PROTOCOLS", "Header", "HttpExchange", "Redirect", "ResourceFetcher", "protocol"]
+__all__ = ["PROTOCOLS", "Header", "HttpExchange", "Redirect", "protocol"]
 
 Header = tuple[str, str]
 Redirect = tuple[str, int, str]  # (URL asked, status, absolute Location)
@@ -107,16 +104,3 @@ class HttpExchange:
         """The first response header called ``name`` (case-insensitive), or None."""
         wanted = name.lower()
         return next((v for k, v in self.response_headers if k.lower() == wanted), None)
-
-
-class ResourceFetcher(Protocol):
-    """What the rest of the harvester needs from a fetcher (fakes implement this)."""
-
-    async def fetch(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        follow_redirects: bool = True,
-    ) -> HttpExchange: ...

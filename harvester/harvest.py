@@ -28,6 +28,7 @@ from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
+from harvester.chain import fetch_chain
 from harvester.clock import http_time
 from harvester.crawl.build import CrawlerFactory
 from harvester.discovery import discover, records_mode
@@ -39,7 +40,6 @@ from harvester.listing import Lister
 from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
 from harvester.politeness import Pacer
-from harvester.redirects import fetch_chain
 from harvester.resourcesync import ResourceSyncSource
 from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
@@ -187,10 +187,5 @@ class Lister:
 
 
 def _listed(header: ListedHeader) -> Listed:
-    return Listed(
-        url=header.identifier,
-        identifier=header.identifier,
-        datestamp=header.datestamp,
-        set_specs=header.set_specs,
-        deleted=header.deleted,
-    )
+    """A mod_oai header as the state keeps it: its identifier is the resource's URL."""
+    return Listed(url=header.identifier, **asdict(header))

@@ -17,15 +17,8 @@ from harvester.discovery import reach
 from harvester.exceptions import DiscoveryError, NoRecordsMatch
 from harvester.limits import oai_limits
 from harvester.oai import OAIClient, probe
+from harvester.oaimodels import ListedHeader
 from harvester.settings import defaults
-
-
-@dataclass(frozen=True)
-class ListedUrl:
-    url: str
-    datestamp: str
-    deleted: bool
-    sets: tuple[str, ...]
 
 
 class UrlSource(Protocol):
@@ -33,7 +26,7 @@ class UrlSource(Protocol):
 
     name: str
 
-    def urls(self) -> Iterator[ListedUrl]: ...
+    def urls(self) -> Iterator[ListedHeader]: ...
 
 
 @dataclass
@@ -44,12 +37,11 @@ class OaiSource:
     set_spec: str | None = None
     name: str = "oai-pmh"
 
-    def urls(self) -> Iterator[ListedUrl]:
+    def urls(self) -> Iterator[ListedHeader]:
         with OAIClient(self.endpoint) as client:
             try:
                 for page in client.list_identifiers(set_spec=self.set_spec):
-                    for h in page.headers:
-                        yield ListedUrl(h.identifier, h.datestamp, h.deleted, h.set_specs)
+                    yield from page.headers
             except NoRecordsMatch:
                 return
 

@@ -1,34 +1,19 @@
-"""Redirects (RFC 9110 §15.4): where a 3xx points, which hops end a chain, and the redirect
-chain of a listed URL, every hop fetched, and later archived, by itself.
+"""Redirects (RFC 9110 §15.4): where a 3xx points, and which hops end a chain.
 
 :func:`redirect_target` reads a 3xx's ``Location`` as an absolute http(s) URL;
 :func:`check_hop` ends a chain at a loop or past a limit; :func:`method_after` is the method
-the next hop is sent with. The fetcher (:mod:`harvester.fetch`) follows redirects with these.
-
-On the OAI-PMH get path a listed URL that answers a redirect is not followed inside the
-fetcher, which would hand back the target's response alone: each hop is fetched without
-following (``follow_redirects=False``, as the crawl fetches every URL) by :func:`fetch_chain`,
-so the recorder can archive each response under the URI it came from, with its ``Location``.
-A target is followed while it is on the listed URL's host (the host that published the list);
-a target on another host, a loop or a chain longer than the limit ends the chain at the
-redirect, with a log line. Only the first request carries the conditional headers, which
-belong to the listed URL's last capture.
+the next hop is sent with. The fetcher (:mod:`harvester.fetch`) follows redirects with these,
+and :mod:`harvester.chain` fetches a listed URL's chain hop by hop.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
-
 from yarl import URL
 
-from harvester.crawl.urls import host_of
 from harvester.exceptions import PermanentFetchError
-from harvester.exchange import HttpExchange, Redirect, ResourceFetcher
+from harvester.exchange import HttpExchange, Redirect
 
-__all__ = ["REDIRECT_STATUSES", "check_hop", "fetch_chain", "method_after", "redirect_target"]
-
-log = logging.getLogger(__name__)
+__all__ = ["REDIRECT_STATUSES", "check_hop", "method_after", "redirect_target"]
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
@@ -62,37 +47,3 @@ def method_after(status: int, method: str) -> str:
     if method != "HEAD" and (status == 303 or (status in (301, 302) and method == "POST")):
         return "GET"
     return method
-
-
-async def fetch_chain(
-    fetcher: ResourceFetcher, url: str, headers: Mapping[str, str], *, limit: int
-) -> list[HttpExchange]:
-    """The exchanges from ``url`` to the end of its redirect chain: at least one, ``url``'s.
-
-    Raises what :meth:`~harvester.fetch.Fetcher.fetch` raises, for any hop.
-    """
-    hops = [await fetcher.fetch(url, headers=headers, follow_redirects=False)]
-    seen = {url}
-    while (target := redirect_target(hops[-1])) is not None:
-        reason = _stop_reason(url, target, seen, len(hops), limit)
-        if reason is not None:
-            log.info("%s: not following the redirect to %s: %s", hops[-1].url, target, reason)
-            break
-        seen.add(target)
-        hops.append(await fetcher.fetch(target, follow_redirects=False))
-    return hops
-
-
-def _stop_reason(listed: str, target: str, seen: set[str], hops: int, limit: int) -> str | None:
-    """Why the chain ends at ``target`` rather than following it; None to follow."""
-    try:
-        same_host = host_of(target) == host_of(listed)
-    except ValueError:
-        return "not a URL that can be fetched"
-    if not same_host:
-        return "another host than the listed URL's"
-    if target in seen:
-        return "a redirect loop"
-    if hops > limit:
-        return f"more than {limit} redirects"
-    return None

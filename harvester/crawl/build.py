@@ -6,8 +6,8 @@ settings, which the run calls once those exist."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Protocol
 from urllib.parse import urlsplit
 
 from harvester.archive.recorder import Recorder
@@ -25,19 +25,11 @@ from harvester.settings import HarvestSettings
 from harvester.storage.protocol import State
 from harvester.summary import Progress, Summary
 
-
-class CrawlerFactory(Protocol):
-    """Builds a run's crawler and its seen-URL test (which the caller opens and closes)."""
-
-    def __call__(
-        self,
-        state: State,
-        recorder: Recorder,
-        fetcher: Fetcher,
-        summary: Summary,
-        deadline: float | None,
-        progress: Progress | None = None,
-    ) -> tuple[Crawler, SeenSet]: ...
+# Builds a run's crawler and its seen-URL test from the run's parts: :func:`build_crawler`
+# with its settings bound (state, recorder, fetcher, summary, deadline, progress).
+CrawlerFactory = Callable[
+    [State, Recorder, Fetcher, Summary, float | None, Progress | None], tuple[Crawler, SeenSet]
+]
 
 
 def crawler_factory(settings: HarvestSettings) -> CrawlerFactory:
