@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from lxml import etree
-from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, deletion_didl
 from harvester.archive.recorder import Recorder
@@ -44,6 +43,7 @@ from harvester.summary import Summary
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
+_STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
 FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
 
 
@@ -144,18 +144,18 @@ class Ingest:
     def _store(self, key: ListKey, page: RecordsPage) -> list[Item]:
         """The page's records and the list's position, in one transaction; the items that
         are new, changed or deleted."""
-        changed = []
+        headers = [record.header for record in page.records]
         with self.state.transaction():
-            for record in page.records:
-                header = record.header
-                outcome = self.items.note(key.endpoint, key.prefix, header, _xml(record))
-                if outcome != "unchanged":
-                    status = "deleting" if outcome == "deleted" else "pending"
-                    item = Item(header.identifier, header.datestamp, header.set_specs, status, None)
-                    changed.append(item)
+            outcomes = self.items.note_page(
+                key.endpoint, key.prefix, [(r.header, _xml(r)) for r in page.records]
+            )
             self.state.lists.page(key, page.token, page.response_date)
         self.summary.listed += len(page.records)
-        return changed
+        return [
+            Item(h.identifier, h.datestamp, h.set_specs, _STATUS[outcome], None)
+            for h, outcome in zip(headers, outcomes, strict=True)
+            if outcome != "unchanged"
+        ]
 
     # -- settling items ------------------------------------------------------------------
 
@@ -166,13 +166,24 @@ class Ingest:
         todo, endpoint = iter(items), self.endpoint.endpoint
         while chunk := list(islice(todo, SETTLE_EVERY)):
             provenance = self.recorder.provenance()  # one harvest time for the block
+            formats = self.items.formats_of(endpoint, [item.identifier for item in chunk])
             with self.recorder.writer.one_file(), self.state.batch():
-                made = [await self._record_of(item, provenance) for item in chunk]
-                written = self.recorder.writer.write_group([record for record, _s in made])
-                for item, (_record, status), at in zip(chunk, made, written, strict=True):
-                    self.items.settle(endpoint, item.identifier, status, at.record_id)
+                made = [
+                    await self._record_of(item, formats.get(item.identifier, []), provenance)
+                    for item in chunk
+                ]
+                written = self.recorder.writer.write_metadata_group([didl for didl, _s in made])
+                self.items.settle_many(
+                    endpoint,
+                    [
+                        (item.identifier, status, at.record_id)
+                        for item, (_didl, status), at in zip(chunk, made, written, strict=True)
+                    ],
+                )
 
-    async def _record_of(self, item: Item, provenance: Provenance) -> tuple[ArcWarcRecord, str]:
+    async def _record_of(
+        self, item: Item, formats: list[tuple[str, bytes]], provenance: Provenance
+    ) -> tuple[bytes, str]:
         """The item's DIDL record (its linked resources archived first) or deletion note,
         and the item's status once it is written."""
         oai = OaiHeaderInfo(
@@ -191,12 +202,11 @@ class Ingest:
                 previous=None,
             )
             self.summary.deleted += 1
-            return self.recorder.writer.metadata_record(note), "deleted"
-        formats = self.items.formats(self.endpoint.endpoint, item.identifier)
+            return note, "deleted"
         captures, complete = await self._linked(formats, refetch=item.status == "pending")
         didl = item_didl(oai, formats, captures, provenance)
         self.summary.records += 1
-        return self.recorder.writer.metadata_record(didl), "archived" if complete else "partial"
+        return didl, "archived" if complete else "partial"
 
     async def _linked(
         self, formats: list[tuple[str, bytes]], *, refetch: bool
