@@ -360,3 +360,32 @@ def test_item_didl_is_the_documents_layout_byte_for_byte() -> None:
         laid_out = item_didl(oai, formats, linked, provenance, document_id="urn:x")
         assert re.sub(rb'DIDLDocumentId="[^"]+"', b'DIDLDocumentId="urn:x"', made) == laid_out
         assert_valid(made)
+
+
+def test_linked_none_builds_records_in_a_second_process_incrementally(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without linked resources the DIDL records are made by the builder process: the same
+    records, deletion notes and state as the in-process path."""
+    out = tmp_path / "c"
+    with start() as server:
+        code, first = ingest(server, out, capsys, "--linked", "none")
+        poke(server, "/_change/4")
+        poke(server, "/_delete/7")
+        code_again, again = ingest(server, out, capsys, "--linked", "none")
+    assert (code, first["records"], first["deleted"]) == (0, 12, 0)
+    assert (code_again, again["records"], again["deleted"]) == (0, 1, 1)
+    for path in (out / "warcs").glob("*.warc.gz"):
+        verify_warc(path)
+    didls = item_didls(out)
+    for didl in didls:
+        assert_valid(didl)
+        assert didl.find(f"{DIDL}Item/{DIDL}Component") is None  # nothing linked
+    ids = Counter(d.findtext(f".//{PRES}identifier") for d in didls)
+    assert ids == Counter({f"oai:repo.test:{n}": 2 if n == 4 else 1 for n in range(12)})
+    notes = [b for k, _h, b in warc_records(out) if k == "metadata" and b"pres:deletion" in b]
+    assert len(notes) == 1 and b"oai:repo.test:7" in notes[0]
+    assert_valid(notes[0])
+    with sqlite3.connect(out / "state.sqlite") as db:
+        rows = db.execute("SELECT status, COUNT(*) FROM items GROUP BY status").fetchall()
+    assert sorted(rows) == [("archived", 11), ("deleted", 1)]

@@ -185,17 +185,31 @@ class RotatingWARCWriter(RecordFactory, Component):
         """One ``metadata`` record per payload, without a target URI or WARC-Refers-To,
         written as one group as :meth:`write_group` writes it: the records
         :meth:`metadata_record` makes, built by hand (:mod:`harvester.archive.metarecord`)."""
+        stamps = self.stamps(len(payloads))
+        return self.write_members(
+            [
+                (record_id, date, metadata_member(payload, record_id, date, content_type))
+                for payload, (record_id, date) in zip(payloads, stamps, strict=True)
+            ]
+        )
+
+    def stamps(self, count: int) -> list[tuple[str, str]]:
+        """``count`` new (WARC-Record-ID, WARC-Date) pairs from the writer's own IDs and
+        clock, for records built elsewhere and written by :meth:`write_members`."""
+        return [(self._make_id(), _warc_date(self._clock())) for _ in range(count)]
+
+    def write_members(self, records: Sequence[tuple[str, str, bytes]]) -> list[RecordLocation]:
+        """Records built elsewhere, each a gzip member (record ID, WARC-Date, member), that
+        are not captures (no CDXJ line), written as one group as :meth:`write_group` does."""
         if not self._is_open:
             raise ArchiveError("the WARC writer is not open")
-        if not payloads:
+        if not records:
             return []
         current = self._file_for_group()
         locations = []
         with self._group(current):
             offset = current.fh.tell()
-            for payload in payloads:
-                record_id, date = self._make_id(), _warc_date(self._clock())
-                member = metadata_member(payload, record_id, date, content_type)
+            for record_id, date, member in records:
                 current.fh.write(member)
                 locations.append(RecordLocation(record_id, current.name, offset, len(member), date))
                 offset += len(member)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 
@@ -30,6 +31,7 @@ from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, RawRecord
+from harvester.records.didlbuilder import DidlBuilder, ItemJob
 from harvester.records.itemdidl import LinkedCapture, item_didl
 from harvester.records.landing import page_links, signposting
 from harvester.records.links import LANDING, Link, record_links
@@ -45,6 +47,14 @@ RECENT = 4096  # linked resources remembered as fetched in this run
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 _STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
 FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """Items whose DIDL records the builder is making, with their record IDs and dates."""
+
+    items: list[Item]
+    stamps: list[tuple[str, str]]
 
 
 class Ingest:
@@ -73,19 +83,25 @@ class Ingest:
         # a shared data set) is fetched once per run, not once per item.
         self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
         self.started = datetime.now(UTC).timestamp()
+        self._builder: DidlBuilder | None = None
 
     async def run(self) -> None:
         """List every list, settle every item; raise HarvestError if nothing was archived
         because the repository failed."""
         keys = self.keys()
+        single = len(self.prefixes) == 1
+        # Without linked resources, a page's DIDL records are made on another core.
+        self._builder = DidlBuilder() if single and self.settings.linked == "none" else None
         lister = RecordLister(self.settings, self.endpoint, self.recorder)
         done: list[ListKey] = []
         try:
             for key in keys:
-                if await self._list(lister, key, settle=len(self.prefixes) == 1):
+                if await self._list(lister, key, settle=single):
                     done.append(key)
         finally:
             lister.close()
+            if self._builder is not None:
+                self._builder.close()
         await self._settle(self.items.unsettled(self.endpoint.endpoint, before=self.started))
         if not self.settings.until_date:
             self.state.lists.advance(done, None)
@@ -125,16 +141,22 @@ class Ingest:
             from_ = lister.from_date(position.harvested_until)
             self.state.lists.start(key, from_)
         outcome = ListOutcome()
+        sent: Sent | None = None
         try:
             for page in lister.pages(key, from_, token, outcome):
                 changed = self._store(key, page)
-                if settle:
+                if self._builder is not None:
+                    last, sent = sent, None
+                    self._write_built(last)  # the last page's, built meanwhile
+                    sent = self._send(self._builder, changed)
+                elif settle:
                     await self._settle(changed)
         except HarvestError as exc:
             log.error("%s", exc)
             self.summary.errors.append(str(exc))
             self.summary.lists_failed += 1
         finally:
+            self._write_built(sent)
             self.summary.broken += len(outcome.broken)
             self.summary.errors += outcome.broken
         if outcome.complete:
@@ -181,18 +203,54 @@ class Ingest:
                     ],
                 )
 
-    async def _record_of(
-        self, item: Item, formats: list[tuple[str, bytes]], provenance: Provenance
-    ) -> tuple[bytes, str]:
-        """The item's DIDL record (its linked resources archived first) or deletion note,
-        and the item's status once it is written."""
-        oai = OaiHeaderInfo(
+    def _send(self, builder: DidlBuilder, items: list[Item]) -> Sent | None:
+        """Hand the items' DIDL records to the builder, with their record IDs and dates."""
+        if not items:
+            return None
+        formats = self.items.formats_of(self.endpoint.endpoint, [i.identifier for i in items])
+        stamps = self.recorder.writer.stamps(len(items))
+        jobs = [
+            ItemJob(self._oai(item), formats.get(item.identifier, []), record_id, date)
+            for item, (record_id, date) in zip(items, stamps, strict=True)
+        ]
+        builder.send(self.recorder.provenance(), jobs)
+        return Sent(items, stamps)
+
+    def _write_built(self, sent: Sent | None) -> None:
+        """Write the records the builder made of ``sent`` as one group, then settle the
+        items, in one state commit."""
+        if sent is None or self._builder is None:
+            return
+        members = self._builder.receive()
+        built = [(rid, date, m) for (rid, date), m in zip(sent.stamps, members, strict=True)]
+        with self.recorder.writer.one_file(), self.state.batch():
+            written = self.recorder.writer.write_members(built)
+            settled = [
+                (item.identifier, "deleted" if item.status == "deleting" else "archived", at)
+                for item, at in zip(sent.items, written, strict=True)
+            ]
+            self.items.settle_many(
+                self.endpoint.endpoint, [(i, s, at.record_id) for i, s, at in settled]
+            )
+        deleted = sum(status == "deleted" for _i, status, _at in settled)
+        self.summary.deleted += deleted
+        self.summary.records += len(settled) - deleted
+
+    def _oai(self, item: Item) -> OaiHeaderInfo:
+        return OaiHeaderInfo(
             item.identifier,
             item.datestamp,
             item.set_specs,
             self.endpoint.endpoint,
             deleted=item.status == "deleting",
         )
+
+    async def _record_of(
+        self, item: Item, formats: list[tuple[str, bytes]], provenance: Provenance
+    ) -> tuple[bytes, str]:
+        """The item's DIDL record (its linked resources archived first) or deletion note,
+        and the item's status once it is written."""
+        oai = self._oai(item)
         if oai.deleted:
             note = deletion_didl(
                 item.identifier,
