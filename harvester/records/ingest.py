@@ -10,7 +10,9 @@ revisit records when unchanged); with ``--linked files``, each landing page's
 ``citation_pdf_url`` and Signposting targets (:mod:`.landing`) too. Last, the item's DIDL
 record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted
 item gets a deletion note. Items settle after every page when one format is listed, else
-after every list is read, so each record holds all formats. Unchanged items are not touched.
+after every list is read, so each record holds all formats. With ``--linked none`` and one
+format, a page's records are made by :mod:`.didlbuilder`'s second process while the next
+page is listed and stored. Unchanged items are not touched.
 """
 
 from __future__ import annotations
