@@ -146,12 +146,16 @@ class Ingest:
         sent: Sent | None = None
         try:
             for page in lister.pages(key, from_, token, outcome):
-                changed = self._store(key, page)
                 if self._builder is not None:
+                    # The last page's records, built while this page was fetched and read,
+                    # are written and settled before this page's items are stored: an item
+                    # listed again on this page is never settled by the older version.
                     last, sent = sent, None
-                    self._write_built(last)  # the last page's, built meanwhile
-                    sent = self._send(self._builder, changed)
-                elif settle:
+                    self._write_built(last)
+                    sent = self._send(self._builder, self._store(key, page))
+                    continue
+                changed = self._store(key, page)
+                if settle:
                     await self._settle(changed)
         except HarvestError as exc:
             log.error("%s", exc)
