@@ -92,11 +92,12 @@ class Ingest:
         because the repository failed."""
         keys = self.keys()
         single = len(self.prefixes) == 1
-        # Without linked resources, a page's DIDL records are made on another core.
-        self._builder = DidlBuilder() if single and self.settings.linked == "none" else None
         lister = RecordLister(self.settings, self.endpoint, self.recorder)
         done: list[ListKey] = []
         try:
+            # Without linked resources, a page's DIDL records are made on another core.
+            if single and self.settings.linked == "none":
+                self._builder = DidlBuilder()
             for key in keys:
                 if await self._list(lister, key, settle=single):
                     done.append(key)
@@ -104,6 +105,7 @@ class Ingest:
             lister.close()
             if self._builder is not None:
                 self._builder.close()
+                self._builder = None
         await self._settle(self.items.unsettled(self.endpoint.endpoint, before=self.started))
         if not self.settings.until_date:
             self.state.lists.advance(done, None)
