@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,10 @@ import pytest
 from lxml import etree
 from sickle import Sickle
 
+from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer
 from harvester.archive.repair import verify_warc
 from harvester.cli import main
+from harvester.records.itemdidl import LinkedCapture, item_didl
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_wsgi
 from tests.test_harvest import records as warc_records
@@ -333,3 +337,55 @@ def test_from_and_until_in_the_repositorys_granularity(
         lists = [line for line in server_log(server) if "verb=ListRecords" in line]
     assert code == 0 and summary["records"] == 6  # items 3-8: two days of three
     assert "from=2024-05-02&" in lists[0] and "until=2024-05-03" in lists[0]
+
+
+def test_item_didl_is_the_documents_layout_byte_for_byte() -> None:
+    """The item DIDL's text, made once per run where items share it, is the document
+    ``harvester.archive.didl`` lays out from the same statements."""
+    endpoint = "http://repo.test/oai?a=b&c=d\u00e9"
+    provenance = Provenance(
+        "agent", "1.0", datetime(2024, 5, 1, tzinfo=UTC), endpoint, "oai-records"
+    )
+    pointer = WarcPointer("<urn:uuid:1>", "a.warc.gz", 10, 20, "response")
+    linked = [
+        LinkedCapture("http://repo.test/f 1.pdf", "application/pdf", "a" * 40, "b" * 64, pointer)
+    ]
+    formats = [
+        ("oai_dc", b'<dc xmlns="http://purl.org/dc/elements/1.1/">x &amp; y</dc>'),
+        ("mods", '<m xmlns="http://www.loc.gov/mods/v3">\u00e9</m>'.encode()),
+    ]
+    for identifier, specs in (("oai:repo.test:1", ()), ("oai:r:<&>\u00e9", ("a", "b&c"))):
+        oai = OaiHeaderInfo(identifier, "2024-05-01", specs, endpoint)
+        made = item_didl(oai, formats, linked, provenance)
+        laid_out = item_didl(oai, formats, linked, provenance, document_id="urn:x")
+        assert re.sub(rb'DIDLDocumentId="[^"]+"', b'DIDLDocumentId="urn:x"', made) == laid_out
+        assert_valid(made)
+
+
+def test_linked_none_builds_records_in_a_second_process_incrementally(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without linked resources the DIDL records are made by the builder process: the same
+    records, deletion notes and state as the in-process path."""
+    out = tmp_path / "c"
+    with start() as server:
+        code, first = ingest(server, out, capsys, "--linked", "none")
+        poke(server, "/_change/4")
+        poke(server, "/_delete/7")
+        code_again, again = ingest(server, out, capsys, "--linked", "none")
+    assert (code, first["records"], first["deleted"]) == (0, 12, 0)
+    assert (code_again, again["records"], again["deleted"]) == (0, 1, 1)
+    for path in (out / "warcs").glob("*.warc.gz"):
+        verify_warc(path)
+    didls = item_didls(out)
+    for didl in didls:
+        assert_valid(didl)
+        assert didl.find(f"{DIDL}Item/{DIDL}Component") is None  # nothing linked
+    ids = Counter(d.findtext(f".//{PRES}identifier") for d in didls)
+    assert ids == Counter({f"oai:repo.test:{n}": 2 if n == 4 else 1 for n in range(12)})
+    notes = [b for k, _h, b in warc_records(out) if k == "metadata" and b"pres:deletion" in b]
+    assert len(notes) == 1 and b"oai:repo.test:7" in notes[0]
+    assert_valid(notes[0])
+    with sqlite3.connect(out / "state.sqlite") as db:
+        rows = db.execute("SELECT status, COUNT(*) FROM items GROUP BY status").fetchall()
+    assert sorted(rows) == [("archived", 11), ("deleted", 1)]

@@ -41,7 +41,8 @@ from warcio.warcwriter import WARCWriter
 from coop_common.component import Component
 from harvester.archive.cdxline import capture_line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
-from harvester.archive.records import WARC_VERSION, RecordFactory
+from harvester.archive.metarecord import metadata_member
+from harvester.archive.records import WARC_VERSION, RecordFactory, _warc_date
 from harvester.archive.repair import repair_open_files
 from harvester.clock import as_utc
 from harvester.exceptions import ArchiveError
@@ -172,11 +173,54 @@ class RotatingWARCWriter(RecordFactory, Component):
         if not records:
             return []
         current = self._file_for_group()
-        start, lines = current.fh.tell(), len(current.captures)
-        try:
+        with self._group(current):
             locations = [self._write_record(current, record) for record in records]
             if then is not None:
                 locations += [self._write_record(current, r) for r in then(list(locations))]
+        return locations
+
+    def write_metadata_group(
+        self, payloads: Sequence[bytes], content_type: str = "application/xml"
+    ) -> list[RecordLocation]:
+        """One ``metadata`` record per payload, without a target URI or WARC-Refers-To,
+        written as one group as :meth:`write_group` writes it: the records
+        :meth:`metadata_record` makes, built by hand (:mod:`harvester.archive.metarecord`)."""
+        stamps = self.stamps(len(payloads))
+        return self.write_members(
+            [
+                (record_id, date, metadata_member(payload, record_id, date, content_type))
+                for payload, (record_id, date) in zip(payloads, stamps, strict=True)
+            ]
+        )
+
+    def stamps(self, count: int) -> list[tuple[str, str]]:
+        """``count`` new (WARC-Record-ID, WARC-Date) pairs from the writer's own IDs and
+        clock, for records built elsewhere and written by :meth:`write_members`."""
+        return [(self._make_id(), _warc_date(self._clock())) for _ in range(count)]
+
+    def write_members(self, records: Sequence[tuple[str, str, bytes]]) -> list[RecordLocation]:
+        """Records built elsewhere, each a gzip member (record ID, WARC-Date, member), that
+        are not captures (no CDXJ line), written as one group as :meth:`write_group` does."""
+        if not self._is_open:
+            raise ArchiveError("the WARC writer is not open")
+        if not records:
+            return []
+        current = self._file_for_group()
+        locations = []
+        with self._group(current):
+            offset = current.fh.tell()
+            for record_id, date, member in records:
+                current.fh.write(member)
+                locations.append(RecordLocation(record_id, current.name, offset, len(member), date))
+                offset += len(member)
+        return locations
+
+    @contextmanager
+    def _group(self, current: _OpenFile) -> Iterator[None]:
+        """The group written inside is flushed (fsynced when durable), or cut back whole."""
+        start, lines = current.fh.tell(), len(current.captures)
+        try:
+            yield
             current.fh.flush()
             if self.durable:
                 os.fsync(current.fh.fileno())
@@ -187,7 +231,6 @@ class RotatingWARCWriter(RecordFactory, Component):
             self._roll_back(current, start, lines)
             raise
         current.groups += 1
-        return locations
 
     # -- files ----------------------------------------------------------------------
 

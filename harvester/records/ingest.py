@@ -10,7 +10,9 @@ revisit records when unchanged); with ``--linked files``, each landing page's
 ``citation_pdf_url`` and Signposting targets (:mod:`.landing`) too. Last, the item's DIDL
 record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted
 item gets a deletion note. Items settle after every page when one format is listed, else
-after every list is read, so each record holds all formats. Unchanged items are not touched.
+after every list is read, so each record holds all formats. With ``--linked none`` and one
+format, a page's records are made by :mod:`.didlbuilder`'s second process while the next
+page is listed and stored. Unchanged items are not touched.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 
 from lxml import etree
-from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, deletion_didl
 from harvester.archive.recorder import Recorder
@@ -31,6 +33,7 @@ from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, RawRecord
+from harvester.records.didlbuilder import DidlBuilder, ItemJob
 from harvester.records.itemdidl import LinkedCapture, item_didl
 from harvester.records.landing import page_links, signposting
 from harvester.records.links import LANDING, Link, record_links
@@ -44,7 +47,16 @@ from harvester.summary import Summary
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
+_STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
 FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
+
+
+@dataclass(frozen=True)
+class Sent:
+    """Items whose DIDL records the builder is making, with their record IDs and dates."""
+
+    items: list[Item]
+    stamps: list[tuple[str, str]]
 
 
 class Ingest:
@@ -73,19 +85,27 @@ class Ingest:
         # a shared data set) is fetched once per run, not once per item.
         self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
         self.started = datetime.now(UTC).timestamp()
+        self._builder: DidlBuilder | None = None
 
     async def run(self) -> None:
         """List every list, settle every item; raise HarvestError if nothing was archived
         because the repository failed."""
         keys = self.keys()
+        single = len(self.prefixes) == 1
         lister = RecordLister(self.settings, self.endpoint, self.recorder)
         done: list[ListKey] = []
         try:
+            # Without linked resources, a page's DIDL records are made on another core.
+            if single and self.settings.linked == "none":
+                self._builder = DidlBuilder()
             for key in keys:
-                if await self._list(lister, key, settle=len(self.prefixes) == 1):
+                if await self._list(lister, key, settle=single):
                     done.append(key)
         finally:
             lister.close()
+            if self._builder is not None:
+                self._builder.close()
+                self._builder = None
         await self._settle(self.items.unsettled(self.endpoint.endpoint, before=self.started))
         if not self.settings.until_date:
             self.state.lists.advance(done, None)
@@ -125,8 +145,17 @@ class Ingest:
             from_ = lister.from_date(position.harvested_until)
             self.state.lists.start(key, from_)
         outcome = ListOutcome()
+        sent: Sent | None = None
         try:
             for page in lister.pages(key, from_, token, outcome):
+                if self._builder is not None:
+                    # The last page's records, built while this page was fetched and read,
+                    # are written and settled before this page's items are stored: an item
+                    # listed again on this page is never settled by the older version.
+                    last, sent = sent, None
+                    self._write_built(last)
+                    sent = self._send(self._builder, self._store(key, page))
+                    continue
                 changed = self._store(key, page)
                 if settle:
                     await self._settle(changed)
@@ -135,6 +164,7 @@ class Ingest:
             self.summary.errors.append(str(exc))
             self.summary.lists_failed += 1
         finally:
+            self._write_built(sent)
             self.summary.broken += len(outcome.broken)
             self.summary.errors += outcome.broken
         if outcome.complete:
@@ -144,18 +174,18 @@ class Ingest:
     def _store(self, key: ListKey, page: RecordsPage) -> list[Item]:
         """The page's records and the list's position, in one transaction; the items that
         are new, changed or deleted."""
-        changed = []
+        headers = [record.header for record in page.records]
         with self.state.transaction():
-            for record in page.records:
-                header = record.header
-                outcome = self.items.note(key.endpoint, key.prefix, header, _xml(record))
-                if outcome != "unchanged":
-                    status = "deleting" if outcome == "deleted" else "pending"
-                    item = Item(header.identifier, header.datestamp, header.set_specs, status, None)
-                    changed.append(item)
+            outcomes = self.items.note_page(
+                key.endpoint, key.prefix, [(r.header, _xml(r)) for r in page.records]
+            )
             self.state.lists.page(key, page.token, page.response_date)
         self.summary.listed += len(page.records)
-        return changed
+        return [
+            Item(h.identifier, h.datestamp, h.set_specs, _STATUS[outcome], None)
+            for h, outcome in zip(headers, outcomes, strict=True)
+            if outcome != "unchanged"
+        ]
 
     # -- settling items ------------------------------------------------------------------
 
@@ -166,22 +196,69 @@ class Ingest:
         todo, endpoint = iter(items), self.endpoint.endpoint
         while chunk := list(islice(todo, SETTLE_EVERY)):
             provenance = self.recorder.provenance()  # one harvest time for the block
+            formats = self.items.formats_of(endpoint, [item.identifier for item in chunk])
             with self.recorder.writer.one_file(), self.state.batch():
-                made = [await self._record_of(item, provenance) for item in chunk]
-                written = self.recorder.writer.write_group([record for record, _s in made])
-                for item, (_record, status), at in zip(chunk, made, written, strict=True):
-                    self.items.settle(endpoint, item.identifier, status, at.record_id)
+                made = [
+                    await self._record_of(item, formats.get(item.identifier, []), provenance)
+                    for item in chunk
+                ]
+                written = self.recorder.writer.write_metadata_group([didl for didl, _s in made])
+                self.items.settle_many(
+                    endpoint,
+                    [
+                        (item.identifier, status, at.record_id)
+                        for item, (_didl, status), at in zip(chunk, made, written, strict=True)
+                    ],
+                )
 
-    async def _record_of(self, item: Item, provenance: Provenance) -> tuple[ArcWarcRecord, str]:
-        """The item's DIDL record (its linked resources archived first) or deletion note,
-        and the item's status once it is written."""
-        oai = OaiHeaderInfo(
+    def _send(self, builder: DidlBuilder, items: list[Item]) -> Sent | None:
+        """Hand the items' DIDL records to the builder, with their record IDs and dates."""
+        if not items:
+            return None
+        formats = self.items.formats_of(self.endpoint.endpoint, [i.identifier for i in items])
+        stamps = self.recorder.writer.stamps(len(items))
+        jobs = [
+            ItemJob(self._oai(item), formats.get(item.identifier, []), record_id, date)
+            for item, (record_id, date) in zip(items, stamps, strict=True)
+        ]
+        builder.send(self.recorder.provenance(), jobs)
+        return Sent(items, stamps)
+
+    def _write_built(self, sent: Sent | None) -> None:
+        """Write the records the builder made of ``sent`` as one group, then settle the
+        items, in one state commit."""
+        if sent is None or self._builder is None:
+            return
+        members = self._builder.receive()
+        built = [(rid, date, m) for (rid, date), m in zip(sent.stamps, members, strict=True)]
+        with self.recorder.writer.one_file(), self.state.batch():
+            written = self.recorder.writer.write_members(built)
+            settled = [
+                (item.identifier, "deleted" if item.status == "deleting" else "archived", at)
+                for item, at in zip(sent.items, written, strict=True)
+            ]
+            self.items.settle_many(
+                self.endpoint.endpoint, [(i, s, at.record_id) for i, s, at in settled]
+            )
+        deleted = sum(status == "deleted" for _i, status, _at in settled)
+        self.summary.deleted += deleted
+        self.summary.records += len(settled) - deleted
+
+    def _oai(self, item: Item) -> OaiHeaderInfo:
+        return OaiHeaderInfo(
             item.identifier,
             item.datestamp,
             item.set_specs,
             self.endpoint.endpoint,
             deleted=item.status == "deleting",
         )
+
+    async def _record_of(
+        self, item: Item, formats: list[tuple[str, bytes]], provenance: Provenance
+    ) -> tuple[bytes, str]:
+        """The item's DIDL record (its linked resources archived first) or deletion note,
+        and the item's status once it is written."""
+        oai = self._oai(item)
         if oai.deleted:
             note = deletion_didl(
                 item.identifier,
@@ -191,12 +268,11 @@ class Ingest:
                 previous=None,
             )
             self.summary.deleted += 1
-            return self.recorder.writer.metadata_record(note), "deleted"
-        formats = self.items.formats(self.endpoint.endpoint, item.identifier)
+            return note, "deleted"
         captures, complete = await self._linked(formats, refetch=item.status == "pending")
         didl = item_didl(oai, formats, captures, provenance)
         self.summary.records += 1
-        return self.recorder.writer.metadata_record(didl), "archived" if complete else "partial"
+        return didl, "archived" if complete else "partial"
 
     async def _linked(
         self, formats: list[tuple[str, bytes]], *, refetch: bool

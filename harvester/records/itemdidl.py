@@ -12,11 +12,16 @@ metadata format, holding the format's XML by value, as the repository sent it. T
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from harvester.archive.didl import (
+    _HEAD,
+    _STATEMENT_END,
+    _STATEMENT_START,
+    _TAIL,
     FALLBACK_MIME,
     OaiHeaderInfo,
     Provenance,
@@ -28,7 +33,7 @@ from harvester.archive.didl import (
     _provenance,
     _warc_record,
 )
-from harvester.archive.xmlsafe import attr, uri
+from harvester.archive.xmlsafe import attr, text, uri
 
 
 @dataclass(frozen=True)
@@ -47,17 +52,48 @@ def item_didl(
     formats: Sequence[tuple[str, bytes]],
     linked: Sequence[LinkedCapture],
     provenance: Provenance,
+    *,
+    document_id: str | None = None,
 ) -> bytes:
-    """The item's DIDL record, as UTF-8 XML; ``formats`` are (prefix, serialised metadata)."""
-    statements = [_identifier(oai.identifier), _oai_header(oai), _provenance_text(provenance)]
-    statements += [_metadata(prefix, xml) for prefix, xml in formats]
-    return _document(None, statements, "".join(_component(c) for c in linked))
+    """The item's DIDL record, as UTF-8 XML; ``formats`` are (prefix, serialised metadata).
+
+    The text is :mod:`harvester.archive.didl`'s document of these statements, byte for byte;
+    what every item of a run shares (the endpoint, made an ``xs:anyURI``, and the provenance)
+    is made once."""
+    if oai.deleted or document_id is not None:
+        statements = [_identifier(oai.identifier), _oai_header(oai), _provenance(provenance)]
+        statements += [_metadata(prefix, xml) for prefix, xml in formats]
+        return _document(document_id, statements, "".join(_component(c) for c in linked))
+    oai_open, shared = _frame(oai.endpoint, provenance)
+    ident = text(oai.identifier)
+    parts = [
+        _HEAD.format(f"urn:uuid:{uuid.uuid4()}"),
+        _STATEMENT_START,
+        f"        <dii:Identifier>{ident}</dii:Identifier>\n",
+        _STATEMENT_END,
+        _STATEMENT_START,
+        oai_open,
+        f"          <pres:identifier>{ident}</pres:identifier>\n",
+        f"          <pres:datestamp>{text(oai.datestamp)}</pres:datestamp>\n",
+    ]
+    parts += [f"          <pres:setSpec>{text(spec)}</pres:setSpec>\n" for spec in oai.set_specs]
+    parts += ["        </pres:oaiHeader>\n", _STATEMENT_END, shared]
+    for prefix, xml in formats:
+        parts += (_STATEMENT_START, _metadata(prefix, xml), _STATEMENT_END)
+    parts += [_component(c) for c in linked]
+    parts.append(_TAIL)
+    return "".join(parts).encode("utf-8")
 
 
 @lru_cache(maxsize=4)
-def _provenance_text(provenance: Provenance) -> str:
-    """The provenance statement, made once for the many items that share one."""
-    return _provenance(provenance)
+def _frame(endpoint: str | None, provenance: Provenance) -> tuple[str, str]:
+    """The ``pres:oaiHeader`` start tag and the provenance statement in its Descriptor, made
+    once for the many items that share them."""
+    endpoint_attr = "" if endpoint is None else f' endpoint="{attr(uri(endpoint))}"'
+    return (
+        f"        <pres:oaiHeader{endpoint_attr}>\n",
+        _STATEMENT_START + _provenance(provenance) + _STATEMENT_END,
+    )
 
 
 def _metadata(prefix: str, xml: bytes) -> str:

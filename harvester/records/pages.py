@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from lxml import etree
 
@@ -67,12 +68,19 @@ def _header(record: etree._Element, url: str) -> ListedHeader:
     if not identifier:
         raise ProtocolError(f"{url}: a <header> without <identifier>")
     try:
-        parse_oai_datestamp(datestamp)
+        _check_datestamp(datestamp)
     except ProtocolError as exc:
         raise ProtocolError(f"{url}: record {identifier!r}: {exc}") from None
     found = (s.text or "" for s in element.iterfind(_OAI + "setSpec"))
     specs = tuple(s.strip() for s in found if s.strip())
     return ListedHeader(identifier, datestamp, specs, element.get("status") == "deleted")
+
+
+@lru_cache(maxsize=4096)
+def _check_datestamp(datestamp: str) -> None:
+    """ProtocolError unless ``datestamp`` is an OAI-PMH datestamp; the good ones are
+    remembered (a page's records share a few: a day-granularity repository's, many)."""
+    parse_oai_datestamp(datestamp)
 
 
 def _resumption(root: etree._Element, url: str) -> tuple[str | None, int | None]:

@@ -61,7 +61,7 @@ of its next page and the responseDate of its first page, saved with every page) 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -345,6 +345,17 @@ class ItemStore(Protocol):
     def note(self, endpoint: str, prefix: str, header: ListedHeader, metadata: bytes) -> str:
         """Store one listed record inside the page's transaction: new, changed, deleted or
         unchanged."""
+
+    def note_page(
+        self, endpoint: str, prefix: str, records: Sequence[tuple[ListedHeader, bytes]]
+    ) -> list[str]:
+        """A page's records, as ``note`` would store them one after another."""
+
+    def formats_of(
+        self, endpoint: str, ids: Sequence[str]
+    ) -> dict[str, list[tuple[str, bytes]]]: ...
+
+    def settle_many(self, endpoint: str, settled: Sequence[tuple[str, str, str]]) -> None: ...
 
     def unsettled(self, endpoint: str, before: float, batch: int = 500) -> Iterator[Item]: ...
 

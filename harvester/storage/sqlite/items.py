@@ -21,10 +21,11 @@ incremental list, a list restarted after an expired token, a repeated page).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from harvester.storage.protocol import Item
+from harvester.storage.sqlite.connection import marks
 
 if TYPE_CHECKING:
     from harvester.oaimodels import ListedHeader
@@ -42,59 +43,73 @@ class ItemState:
         """Store one listed record; returns what it was: new, changed, deleted or unchanged.
 
         Call it inside the page's transaction."""
-        row = self.db.execute(
-            "SELECT datestamp, status FROM items WHERE endpoint=? AND identifier=?",
-            (endpoint, header.identifier),
-        ).fetchone()
-        if row is not None and row[0] > header.datestamp:
-            return "unchanged"  # an older version than the one archived
-        if header.deleted:
-            if row is not None and row[1] in ("deleting", "deleted") and row[0] == header.datestamp:
-                return "unchanged"
-            self._upsert(endpoint, header, "deleting")
-            return "deleted"
-        if row is not None and row[0] == header.datestamp and row[1] not in ("deleting", "deleted"):
-            if self._has_format(endpoint, header.identifier, prefix, header.datestamp):
-                return "unchanged"
-            self._store_format(endpoint, header, prefix, metadata)
-            self._upsert(endpoint, header, "pending")
-            return "changed"
-        self._store_format(endpoint, header, prefix, metadata)
-        self._upsert(endpoint, header, "pending")
-        return "new" if row is None else "changed"
+        return self.note_page(endpoint, prefix, [(header, metadata)])[0]
 
-    def _has_format(self, endpoint: str, identifier: str, prefix: str, datestamp: str) -> bool:
-        row = self.db.execute(
-            "SELECT datestamp FROM item_formats WHERE endpoint=? AND identifier=? AND prefix=?",
-            (endpoint, identifier, prefix),
-        ).fetchone()
-        return row is not None and row[0] == datestamp
+    def note_page(
+        self, endpoint: str, prefix: str, records: Sequence[tuple[ListedHeader, bytes]]
+    ) -> list[str]:
+        """Store a page's listed records, as :meth:`note` would one after another, in a few
+        statements for the whole page; what each record was. Call it inside the page's
+        transaction."""
+        ids = list(dict.fromkeys(header.identifier for header, _metadata in records))
+        known = self._known(endpoint, ids)
+        stored = self._format_datestamps(endpoint, prefix, ids)
+        outcomes, formats, rows = [], [], []
+        now = time.time()
+        for header, metadata in records:
+            outcome, status = _outcome(header, known.get(header.identifier), stored)
+            outcomes.append(outcome)
+            if outcome == "unchanged":
+                continue
+            known[header.identifier] = (header.datestamp, status)
+            if status == "pending":
+                stored[header.identifier] = header.datestamp
+                formats.append((endpoint, header.identifier, prefix, header.datestamp, metadata))
+            specs = " ".join(header.set_specs)
+            rows.append((endpoint, header.identifier, header.datestamp, specs, status, now))
+        if formats:
+            self.db.executemany(
+                "INSERT INTO item_formats VALUES (?,?,?,?,?)"
+                " ON CONFLICT (endpoint, identifier, prefix) DO UPDATE SET"
+                " datestamp=excluded.datestamp, metadata=excluded.metadata",
+                formats,
+            )
+        if rows:
+            self.db.executemany(
+                "INSERT INTO items (endpoint, identifier, datestamp, set_specs, status, updated)"
+                " VALUES (?,?,?,?,?,?) ON CONFLICT (endpoint, identifier) DO UPDATE SET"
+                " datestamp=excluded.datestamp, set_specs=excluded.set_specs,"
+                " status=excluded.status, updated=excluded.updated",
+                rows,
+            )
+        return outcomes
 
-    def _store_format(
-        self, endpoint: str, header: ListedHeader, prefix: str, metadata: bytes
-    ) -> None:
-        self.db.execute(
-            "INSERT INTO item_formats VALUES (?,?,?,?,?)"
-            " ON CONFLICT (endpoint, identifier, prefix) DO UPDATE SET"
-            " datestamp=excluded.datestamp, metadata=excluded.metadata",
-            (endpoint, header.identifier, prefix, header.datestamp, metadata),
-        )
+    def _known(self, endpoint: str, ids: list[str]) -> dict[str, tuple[str, str]]:
+        """identifier -> (datestamp, status) of the items stored among ``ids``."""
+        found: dict[str, tuple[str, str]] = {}
+        for part in _parts(ids):
+            found.update(
+                (identifier, (datestamp, status))
+                for identifier, datestamp, status in self.db.execute(
+                    "SELECT identifier, datestamp, status FROM items WHERE endpoint=?"
+                    f" AND identifier IN ({marks(len(part))})",
+                    (endpoint, *part),
+                )
+            )
+        return found
 
-    def _upsert(self, endpoint: str, header: ListedHeader, status: str) -> None:
-        self.db.execute(
-            "INSERT INTO items (endpoint, identifier, datestamp, set_specs, status, updated)"
-            " VALUES (?,?,?,?,?,?) ON CONFLICT (endpoint, identifier) DO UPDATE SET"
-            " datestamp=excluded.datestamp,"
-            " set_specs=excluded.set_specs, status=excluded.status, updated=excluded.updated",
-            (
-                endpoint,
-                header.identifier,
-                header.datestamp,
-                " ".join(header.set_specs),
-                status,
-                time.time(),
-            ),
-        )
+    def _format_datestamps(self, endpoint: str, prefix: str, ids: list[str]) -> dict[str, str]:
+        """identifier -> datestamp of the metadata stored in ``prefix`` among ``ids``."""
+        found: dict[str, str] = {}
+        for part in _parts(ids):
+            found.update(
+                self.db.execute(
+                    "SELECT identifier, datestamp FROM item_formats WHERE endpoint=? AND prefix=?"
+                    f" AND identifier IN ({marks(len(part))})",
+                    (endpoint, prefix, *part),
+                ).fetchall()
+            )
+        return found
 
     def unsettled(self, endpoint: str, before: float, batch: int = 500) -> Iterator[Item]:
         """Items whose DIDL record or deletion note is still to be written (a partial one
@@ -123,24 +138,43 @@ class ItemState:
 
     def formats(self, endpoint: str, identifier: str) -> list[tuple[str, bytes]]:
         """(prefix, metadata) of every format stored for the item, by prefix."""
-        rows = self.db.execute(
-            "SELECT prefix, metadata FROM item_formats WHERE endpoint=? AND identifier=?"
-            " ORDER BY prefix",
-            (endpoint, identifier),
-        ).fetchall()
-        return [(prefix, bytes(data)) for prefix, data in rows]
+        return self.formats_of(endpoint, [identifier]).get(identifier, [])
+
+    def formats_of(self, endpoint: str, ids: Sequence[str]) -> dict[str, list[tuple[str, bytes]]]:
+        """identifier -> (prefix, metadata) of every format stored for it, by prefix; items
+        without any are left out."""
+        found: dict[str, list[tuple[str, bytes]]] = {}
+        for part in _parts(list(dict.fromkeys(ids))):
+            rows = self.db.execute(
+                "SELECT identifier, prefix, metadata FROM item_formats WHERE endpoint=?"
+                f" AND identifier IN ({marks(len(part))}) ORDER BY identifier, prefix",
+                (endpoint, *part),
+            )
+            for identifier, prefix, data in rows:
+                found.setdefault(identifier, []).append((prefix, bytes(data)))
+        return found
 
     def settle(self, endpoint: str, identifier: str, status: str, record_id: str) -> None:
         """The item's DIDL record (or deletion note) ``record_id`` is written out."""
-        self.db.execute(
+        self.settle_many(endpoint, [(identifier, status, record_id)])
+
+    def settle_many(self, endpoint: str, settled: Sequence[tuple[str, str, str]]) -> None:
+        """Each item's DIDL record (or deletion note) is written out: (identifier, status,
+        record ID) triples, in one statement for them all (two with deletions)."""
+        now = time.time()
+        self.db.executemany(
             "UPDATE items SET status=?, didl_record_id=?, updated=? WHERE endpoint=? AND"
             " identifier=?",
-            (status, record_id, time.time(), endpoint, identifier),
+            [
+                (status, record_id, now, endpoint, identifier)
+                for identifier, status, record_id in settled
+            ],
         )
-        if status == "deleted":
-            self.db.execute(
-                "DELETE FROM item_formats WHERE endpoint=? AND identifier=?", (endpoint, identifier)
-            )
+        gone = [
+            (endpoint, identifier) for identifier, status, _id in settled if status == "deleted"
+        ]
+        if gone:
+            self.db.executemany("DELETE FROM item_formats WHERE endpoint=? AND identifier=?", gone)
 
     def linked(self, url: str) -> tuple[str, str | None, list[tuple[str, str]]] | None:
         """A linked resource's record type, type of content and (kind, url) links."""
@@ -194,3 +228,28 @@ class ItemState:
             "SELECT status, COUNT(*) FROM items WHERE endpoint=? GROUP BY status", (endpoint,)
         ).fetchall()
         return {status: count for status, count in rows}
+
+
+def _outcome(
+    header: ListedHeader, row: tuple[str, str] | None, stored: dict[str, str]
+) -> tuple[str, str]:
+    """What a listed record is (new, changed, deleted, unchanged) given the item's stored
+    (datestamp, status) and its formats' datestamps, and the item's status after it."""
+    if row is not None and row[0] > header.datestamp:
+        return "unchanged", row[1]  # an older version than the one archived
+    gone = row is not None and row[1] in ("deleting", "deleted")
+    if header.deleted:
+        if gone and row is not None and row[0] == header.datestamp:
+            return "unchanged", row[1]
+        return "deleted", "deleting"
+    if row is not None and row[0] == header.datestamp and not gone:
+        if stored.get(header.identifier) == header.datestamp:
+            return "unchanged", row[1]
+        return "changed", "pending"
+    return ("new" if row is None else "changed"), "pending"
+
+
+def _parts(ids: list[str], size: int = 500) -> Iterator[list[str]]:
+    """``ids`` in parts small enough for one statement's parameters."""
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
