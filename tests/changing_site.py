@@ -1,11 +1,12 @@
 """A site whose pages change at hidden Poisson rates (``watch`` tests, ``bench recrawl_live``).
 
-``changing_site(rates, seed, log)`` is a WSGI application: ``/`` links to every page (and
-never changes); page ``/p<i>`` changes as a Poisson process of rate ``rates[i]`` per second
-(0: never), its change times drawn from ``seed`` and counted from when the app was built. A
-page's body names its version; it answers with ``ETag`` and ``Last-Modified`` (the time of
-its last change) and 304 to a matching ``If-None-Match`` or ``If-Modified-Since``. With
-``log``, every version handed out in a 200 is appended to that file as ``path version``.
+``changing_site(rates, seed, log, start)`` is a WSGI application: ``/`` links to every page
+(and never changes); page ``/p<i>`` changes as a Poisson process of rate ``rates[i]`` per
+second (0: never), its change times drawn from ``seed`` (:func:`site_changes`) and counted
+from ``start`` (epoch s; default when the app was built). A page's body names its version;
+it answers with ``ETag`` and ``Last-Modified`` (the time of its last change) and 304 to a
+matching ``If-None-Match`` or ``If-Modified-Since``. With ``log``, every version handed out
+in a 200 is appended to that file as ``path version``.
 """
 
 from __future__ import annotations
@@ -30,10 +31,17 @@ def change_times(rate: float, rng: random.Random) -> list[float]:
     return times
 
 
-def changing_site(rates: list[float], seed: int = 1, log: str | None = None) -> WSGIApp:
+def site_changes(rates: list[float], seed: int) -> list[list[float]]:
+    """Every page's change times, in seconds from the site's start (what the site hides)."""
     rng = random.Random(seed)
-    changes = [change_times(rate, rng) for rate in rates]
-    start = time.time()
+    return [change_times(rate, rng) for rate in rates]
+
+
+def changing_site(
+    rates: list[float], seed: int = 1, log: str | None = None, start: float | None = None
+) -> WSGIApp:
+    changes = site_changes(rates, seed)
+    start = time.time() if start is None else start
     lock = threading.Lock()
 
     def version(page: int) -> tuple[int, float]:

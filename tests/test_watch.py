@@ -3,6 +3,7 @@ SIGKILL and restart."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sqlite3
@@ -10,12 +11,16 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 
+from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
+from tests.sites import make_site
 
 RATES = [2.0, 0.0, 0.0, 0.0]  # p0 changes about twice a second, the others never
 
@@ -117,3 +122,49 @@ def test_sigkill_loses_nothing(site: tuple[RunningServer, Path], tmp_path: Path)
     assert again.returncode == 0, stderr.decode()
     handed = {(p, int(v)) for p, v in (line.split() for line in log.read_text().splitlines())}
     assert handed <= bodies(out)
+
+
+def responses_of(out: Path, url: str) -> list[bytes]:
+    """The bodies of every response record for ``url``, in order; a WARC file still being
+    written is read as far as it goes."""
+    found = []
+    for path in sorted(out.glob("*/warcs/*.warc.gz")):
+        failed = (ArchiveLoadFailed, EOFError, OSError, ValueError)
+        with contextlib.suppress(*failed), open(path, "rb") as fh:
+            for record in ArchiveIterator(fh):
+                uri = record.rec_headers.get_header("WARC-Target-URI")
+                if record.rec_type == "response" and uri == url:
+                    found.append(record.content_stream().read())
+    return found
+
+
+def wait_for(check: Callable[[], bool], seconds: float) -> float | None:
+    """Seconds until ``check()`` held, polled every 0.2 s; None when it never did."""
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        if check():
+            return time.monotonic() - start
+        time.sleep(0.2)
+    return None
+
+
+def test_an_oai_source_is_polled_and_a_changed_file_archived(tmp_path: Path) -> None:
+    site = make_site(tmp_path / "www", pages=10, seed=7)
+    with start_provider(site.root, tmp_path / "index.sqlite", refresh_interval=1) as server:
+        out = tmp_path / "coll"
+        proc = watch(server.url, out, "--mode", "oai", "--max-interval", "2", "--max-time", "60")
+        try:
+            url = server.url + "/index.html"
+            assert wait_for(lambda: len(responses_of(out, url)) == 1, 20) is not None
+            time.sleep(1.1)  # the next second: OAI-PMH datestamps are in whole seconds
+            new = b"<html><title>changed while watched</title></html>"
+            (site.root / "index.html").write_bytes(new)
+            took = wait_for(lambda: new in responses_of(out, url), 15)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            stdout, stderr = proc.communicate(timeout=20)
+        assert took is not None, "the changed file was not archived within 15 s"
+        assert proc.returncode == 0, stderr.decode()
+        assert json.loads(stdout)["polls"] >= 2
+        bodies_archived = responses_of(out, url)
+        assert len(bodies_archived) == 2 and bodies_archived[-1] == new

@@ -22,6 +22,13 @@ part of it:
   whose ``X / (n ln(1 - X/n))`` term is -1 at ``X = 0`` (so ``r = 0``) and 0 at ``X = n``.
 
 A :class:`History` holds the sums both need; it is what the watch keeps per URL.
+
+Both are unbiased only in the limit: after two or three visits that each found a change just
+after it happened, the ``Last-Modified`` estimate is many times the true rate. :func:`shrunk`
+pulls such a small-sample estimate toward the population's (empirical Bayes): with a gamma
+prior of shape ``alpha`` and mean ``m`` on the rates, a page that showed ``X`` changes over
+``T`` seconds of exposure has the posterior mean rate ``(alpha + X) / (alpha / m + T)``, which
+is the prior mean before any visit and the page's own estimate once ``T`` is long.
 """
 
 from __future__ import annotations
@@ -108,6 +115,65 @@ def estimate(history: History) -> float:
     if h.lm_visits >= 2 and 2 * h.lm_visits >= h.visits:
         return rate_last_modified(h.lm_visits, h.lm_changes, h.lm_exposure)
     return rate_changed(h.visits, h.changes, h.observed / h.visits if h.visits else 0.0)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A gamma prior on the change rates: shape ``alpha`` (worth ``alpha`` changes seen) and
+    ``mean`` per second, the population's mean rate (:class:`Pool`)."""
+
+    alpha: float
+    mean: float
+
+
+def evidence(history: History) -> tuple[float, float]:
+    """The changes ``X`` and exposure ``T`` (seconds) a history amounts to.
+
+    With ``Last-Modified`` (as :func:`estimate` chooses) ``X`` is the changes seen and ``T``
+    the censored exposure, the gamma posterior's exact counts for that model; from
+    changed/unchanged visits a visit hides how many changes it covered, so ``X`` is the
+    estimate times the time observed.
+    """
+    h = history
+    if h.lm_visits >= 2 and 2 * h.lm_visits >= h.visits:
+        return float(h.lm_changes), h.lm_exposure
+    return estimate(h) * h.observed, h.observed
+
+
+def shrunk(history: History, prior: Prior) -> float:
+    """The posterior mean rate of ``history`` under ``prior``: ``(alpha + X) / (alpha / m + T)``.
+
+    >>> shrunk(History(), Prior(alpha=1.0, mean=0.01))  # no visit yet: the prior mean
+    0.01
+    >>> h = History(visits=2, changes=2, observed=200.0, lm_visits=2, lm_changes=2, lm_exposure=4.0)
+    >>> round(estimate(h), 3), round(shrunk(h, Prior(alpha=1.0, mean=0.01)), 4)
+    (0.25, 0.0288)
+    """
+    if prior.mean <= 0:
+        return estimate(history)
+    changes, exposure = evidence(history)
+    return (prior.alpha + changes) / (prior.alpha / prior.mean + exposure)
+
+
+@dataclass
+class Pool:
+    """The mean of the per-page estimates (:func:`estimate`) over every page revisited at
+    least once: the gamma prior's mean. Each of those estimates is bias-reduced on its own,
+    so their mean is the population's mean rate (a pooled ``sum X / sum T`` is not: a visit
+    sees at most one change, so it undercounts the pages that change fastest)."""
+
+    total: float = 0.0
+    pages: int = 0
+
+    def replace(self, old: History, new: History) -> None:
+        """Count ``new`` in place of ``old`` (one page's history before and after a visit)."""
+        for sign, history in ((-1, old), (1, new)):
+            if history.visits:
+                self.total += sign * estimate(history)
+                self.pages += sign
+
+    def prior(self, alpha: float) -> Prior:
+        return Prior(alpha, max(self.total / self.pages, 0.0) if self.pages else 0.0)
 
 
 def naive_rate(history: History) -> float:

@@ -25,21 +25,26 @@ Per-URL :class:`Bounds` clamp every interval.
   ``x`` the same for every changing page. Cho & Garcia-Molina's optimal allocation for this
   objective is therefore "visit each page when ``r * age`` reaches one threshold", and the
   greedy rule that fetches the page most likely to have changed reaches it: a URL is due at
-  ``last + theta / r`` with ``theta = sum(r) / rate``. Rates come from :func:`estimate`
-  (``Last-Modified`` when the server sends it), and an unsure estimate is kept from zero by a
-  weak prior, half a change over the time observed plus one uniform interval, so a page seen
-  unchanged a few times is still checked now and then before its maximum interval.
+  ``last + theta / r``, ``theta`` solved so the clamped intervals spend the budget
+  (:func:`threshold`). Rates come from :func:`estimate` (``Last-Modified`` when the server
+  sends it) shrunk toward the population's mean (:func:`shrunk`, a gamma prior), so two or
+  three lucky visits do not pin a page at its minimum interval; an unsure estimate is kept
+  from zero by a weak prior, half a change over the time observed plus one uniform interval,
+  so a page seen unchanged a few times is still checked now and then before its maximum
+  interval.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from harvester.recrawl.estimate import History, estimate, rate_changed
+from harvester.recrawl.estimate import History, Pool, estimate, rate_changed, shrunk
 
 POLICIES = ("adaptive", "uniform", "proportional", "nutch")
 NUTCH_INC_RATE = 0.4  # db.fetch.schedule.adaptive.inc_rate
@@ -47,6 +52,7 @@ NUTCH_DEC_RATE = 0.2  # db.fetch.schedule.adaptive.dec_rate
 NUTCH_SYNC_DELTA_RATE = 0.3  # db.fetch.schedule.adaptive.sync_delta_rate
 NUTCH_MIN_INTERVAL = 60.0  # db.fetch.schedule.adaptive.min_interval (s)
 NUTCH_MAX_INTERVAL = 365 * 86400.0  # db.fetch.schedule.adaptive.max_interval (s)
+PRIOR_SHAPE = 1.0  # the adaptive policy's gamma prior is worth one change seen
 
 
 @dataclass(frozen=True)
@@ -177,12 +183,15 @@ class UniformPolicy(HeapPolicy):
 
 
 class RatePolicy(HeapPolicy):
-    """Due when ``rate_of(history) * age`` reaches ``theta = sum(rates) / budget``.
+    """Due when ``rate * age`` reaches ``theta``, the one threshold whose intervals, clamped to
+    their bounds, add up to the budget (:func:`threshold`).
 
     Not work-conserving: fetching a URL early because the budget is free would rank it by
     when it reaches ``theta``, not by how likely it is to have changed now, and keep
-    re-fetching the URL with the shortest interval. ``theta`` sets the intervals so their
-    fetches add up to the budget (``sum(1 / interval) = budget`` before the bounds)."""
+    re-fetching the URL with the shortest interval. Instead the budget is kept spent by
+    solving ``theta`` again, with every URL's rate as it stands (a URL not revisited yet at
+    :meth:`first_rate`) and every due time moved to match, once the rates have moved: after
+    every visit on a small watch, every ``len / 8`` visits (or URLs added) on a large one."""
 
     work_conserving = False
 
@@ -190,29 +199,100 @@ class RatePolicy(HeapPolicy):
         super().__init__(rate)
         self.rate_of = rate_of
         self.prior = prior
-        self._rates: dict[str, float] = {}
-        self._total = 0.0
+        self._theta = 1.0
+        self._stale = 0
 
     def add(self, entry: Entry) -> None:
-        """Watch ``entry.url``; until its first revisit it counts in ``theta`` at the rate
-        of the uniform interval, so the first intervals are uniform ones."""
         super().add(entry)
-        self._learn(entry.url, 1 / self.uniform_interval())
+        self._stale += 1
 
-    def _learn(self, url: str, rate: float) -> None:
-        self._total += rate - self._rates.get(url, 0.0)
-        self._rates[url] = rate
+    def estimate(self, history: History) -> float:
+        return self.rate_of(history)
+
+    def first_rate(self) -> float:
+        """The rate of a URL never revisited: that of the uniform interval."""
+        return 1 / self.uniform_interval()
+
+    def rate_of_entry(self, entry: Entry) -> float:
+        h = entry.history
+        rate = self.estimate(h) if h.visits else self.first_rate()
+        if self.prior:
+            rate = max(rate, 0.5 / (h.observed + self.uniform_interval()))
+        return rate * entry.weight
+
+    def theta(self) -> float:
+        return self._theta
 
     def _due_after(self, old: Entry, entry: Entry, visit: Visit) -> Entry:
-        history = entry.history
-        rate = self.rate_of(history) if history.visits else self._rates[entry.url]
-        if self.prior:
-            rate = max(rate, 0.5 / (entry.history.observed + self.uniform_interval()))
-        rate *= entry.weight
-        self._learn(entry.url, rate)
-        theta = self._total / self.rate
-        interval = theta / rate if rate > 0 else math.inf
-        return replace(entry, due=visit.at + entry.bounds.clamp(interval))
+        self._stale += 1
+        if self._stale > len(self._entries) // 8:
+            self._entries[entry.url] = entry
+            self._reschedule()
+            return self._entries[entry.url]
+        return replace(entry, due=self._due(entry, self.rate_of_entry(entry)))
+
+    def _due(self, entry: Entry, rate: float) -> float:
+        interval = self._theta / rate if rate > 0 else math.inf
+        last = entry.due if entry.last is None else entry.last
+        return last + entry.bounds.clamp(interval) if entry.last is not None else last
+
+    def _reschedule(self) -> None:
+        """Solve ``theta`` for the rates as they stand and move every due time to match."""
+        rates = {url: self.rate_of_entry(e) for url, e in self._entries.items()}
+        bounds = {url: e.bounds for url, e in self._entries.items()}
+        self._theta = threshold(rates, bounds, self.rate)
+        for url, entry in self._entries.items():
+            due = self._due(entry, rates[url])
+            if due != entry.due:
+                self._entries[url] = replace(entry, due=due)
+        self._heap = [(e.due, i, url) for i, (url, e) in enumerate(self._entries.items())]
+        heapq.heapify(self._heap)
+        self._seq = len(self._heap)
+        self._stale = 0
+
+
+def threshold(rates: dict[str, float], bounds: dict[str, Bounds], budget: float) -> float:
+    """The ``theta`` at which the intervals ``clamp(theta / rate)`` add up to ``budget``
+    fetches a second, ``sum(1 / interval) = budget`` (water-filling: the URLs clamped to a
+    bound give up or take their share of it, and the others share the rest).
+
+    Without the bounds it is ``sum(rates) / budget``; when even the maximum intervals spend
+    more than the budget (or the minimum ones less) it is that extreme.
+    """
+    groups: dict[Bounds, list[float]] = {}
+    for url, rate in rates.items():
+        groups.setdefault(bounds[url], []).append(rate)
+    spend = [_Spend(b, sorted(r)) for b, r in groups.items()]
+    low, high = 1e-12, 1e12
+    for _ in range(100):
+        mid = math.sqrt(low * high)
+        if sum(s.at(mid) for s in spend) > budget:
+            low = mid
+        else:
+            high = mid
+        if high / low < 1 + 1e-9:
+            break
+    return high
+
+
+@dataclass
+class _Spend:
+    """Fetches a second of one bounds' URLs (rates sorted) as a function of ``theta``."""
+
+    bounds: Bounds
+    rates: list[float]
+    sums: list[float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sums = [0.0, *itertools.accumulate(self.rates)]
+
+    def at(self, theta: float) -> float:
+        low, high = self.bounds.min_interval, self.bounds.max_interval
+        slow = bisect.bisect_right(self.rates, theta / high)  # clamped to the maximum
+        fast = bisect.bisect_left(self.rates, theta / low)  # from here clamped to the minimum
+        fast = max(fast, slow)
+        middle = (self.sums[fast] - self.sums[slow]) / theta
+        return slow / high + (len(self.rates) - fast) / low + middle
 
 
 class ProportionalPolicy(RatePolicy):
@@ -223,10 +303,30 @@ class ProportionalPolicy(RatePolicy):
 
 
 class AdaptivePolicy(RatePolicy):
+    """Rates shrunk toward the population's (:func:`shrunk`, a gamma prior of shape
+    :data:`PRIOR_SHAPE` whose mean is the mean of every revisited URL's estimate)."""
+
     name = "adaptive"
 
     def __init__(self, rate: float) -> None:
         super().__init__(rate, estimate, prior=True)
+        self.pool = Pool()
+
+    def add(self, entry: Entry) -> None:
+        old = self._entries.get(entry.url)
+        self.pool.replace(old.history if old else History(), entry.history)
+        super().add(entry)
+
+    def estimate(self, history: History) -> float:
+        return shrunk(history, self.pool.prior(PRIOR_SHAPE))
+
+    def first_rate(self) -> float:
+        """The population's mean rate, once a URL has been revisited (else the uniform one)."""
+        return self.pool.prior(PRIOR_SHAPE).mean or super().first_rate()
+
+    def _due_after(self, old: Entry, entry: Entry, visit: Visit) -> Entry:
+        self.pool.replace(old.history, entry.history)
+        return super()._due_after(old, entry, visit)
 
 
 class NutchPolicy(HeapPolicy):
