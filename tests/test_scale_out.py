@@ -137,22 +137,32 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
     site = "http://127.0.0.2:9/"
     with open_state(url) as state:
         state.add_pending(site, [site + "a"])
-    claim = (
+    claim = (  # each racer opens the state, says so, and claims when a line comes on stdin
         "import sys; from harvester.storage import open_state\n"
-        "s = open_state(sys.argv[1]); s.open(); s.leases.seconds = 0.5\n"
+        "s = open_state(sys.argv[1]); s.open(); s.leases.seconds = 2.0\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
         "print(len(s.leases.claim_hosts(sys.argv[2], sys.argv[3], 'fetch', 1)))"
     )
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", claim, url, site, f"w{i}"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", claim, url, site, f"w{i}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for i in range(4)
     ]
+    for racer in racers:
+        assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    for racer in racers:  # all open and waiting: now they race (no lease expires meanwhile)
+        assert racer.stdin is not None
+        racer.stdin.write("go\n")
+        racer.stdin.flush()
     assert sorted(int(p.communicate(timeout=60)[0]) for p in racers) == [0, 0, 0, 1]
     with open_state(url) as state:
         assert state.leases is not None
         state.leases.seconds = 0.5
-        time.sleep(0.6)  # the winner's lease expires
+        time.sleep(2.1)  # the winner's lease expires
         (mine,) = state.leases.claim_hosts(site, "late", "fetch", 1)
         assert state.leases.claim_hosts(site, "later", "fetch", 1) == []
         with open_state(url) as stale:
