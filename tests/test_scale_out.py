@@ -19,8 +19,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from coop_common.exitcode import ExitCode
+from harvester.crawl.leasing import HostLeasing
 from harvester.exceptions import LeaseLost
 from harvester.storage import open_state
+from harvester.storage.protocol import State
 from tests.multihost import most_at_once, start_web
 from tests.pgcluster import PGCluster
 from tests.servers import RunningServer
@@ -172,3 +174,39 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
                 stale.leases.acknowledge(site, old, site + "a")
         with state.transaction():
             state.leases.acknowledge(site, mine, site + "a")
+
+
+def _leasing(state: State, most: int | None = None) -> HostLeasing:
+    assert state.leases is not None
+    return HostLeasing(state.leases, "http://job/", "w1", kind="fetch", most=most)
+
+
+def _rebalance(leasing: HostLeasing) -> tuple[set[str], set[str]]:
+    """One rebalance of a worker with nothing queued or in flight here: (claimed, given up)."""
+    claimed, gone = leasing.rebalance(0.0, lambda h: True, lambda h: True, lambda h: 0.0)
+    return {lease.host for lease in claimed}, set(gone)
+
+
+def test_a_host_spent_here_is_kept_and_reopened_while_the_state_has_work_for_it(
+    pg_cluster: PGCluster,
+) -> None:
+    """A worker that fetched all it had of a host keeps the host if other workers queued
+    more of it meanwhile (given back, it would wait for the next claim round)."""
+    with open_state(pg_cluster.new_database()) as state:
+        state.add_pending("http://job/", ["http://a.example/1", "http://b.example/1"])
+        leasing = _leasing(state)
+        assert _rebalance(leasing) == ({"a.example", "b.example"}, set())
+        state.db.execute("UPDATE resources SET status='archived' WHERE url='http://a.example/1'")
+        assert _rebalance(leasing) == ({"b.example"}, {"a.example"})  # b: open it again
+        assert set(leasing.held) == {"b.example"}
+        assert state.leases is not None
+        assert state.leases.held("http://job/") == {"host:b.example": "w1"}
+
+
+def test_a_worker_holds_no_more_hosts_than_it_can_fetch_at_once(pg_cluster: PGCluster) -> None:
+    with open_state(pg_cluster.new_database()) as state:
+        state.add_pending("http://job/", [f"http://h{h}.example/1" for h in range(4)])
+        capped, other = _leasing(state, most=2), _leasing(state)
+        assert len(_rebalance(capped)[0]) == 2
+        other.worker = "w2"
+        assert len(_rebalance(other)[0]) == 2  # the other two: free for another worker
