@@ -210,3 +210,16 @@ def test_a_worker_holds_no_more_hosts_than_it_can_fetch_at_once(pg_cluster: PGCl
         assert len(_rebalance(capped)[0]) == 2
         other.worker = "w2"
         assert len(_rebalance(other)[0]) == 2  # the other two: free for another worker
+
+
+def test_a_dead_workers_hosts_are_claimed_before_untouched_ones(pg_cluster: PGCluster) -> None:
+    """A worker that holds only what it can fetch claims the hosts a dead worker left half
+    done before hosts nobody started (else they wait until every fresh host is taken)."""
+    with open_state(pg_cluster.new_database()) as state:
+        assert state.leases is not None
+        state.add_pending("http://job/", [f"http://h{h}.example/1" for h in range(4)])
+        state.leases.seconds = 0.3
+        (dead,) = state.leases.claim_hosts("http://job/", "dead", "fetch", 1)
+        time.sleep(0.4)  # its lease expires: it never released it
+        (heir,) = state.leases.claim_hosts("http://job/", "heir", "fetch", 1)
+        assert heir.name == dead.name and heir.token == dead.token + 1

@@ -101,7 +101,8 @@ class PostgresLeases:
         return max(1, math.ceil(self.hosts_with_work(site, kind) / max(workers, 1)))
 
     def claim_hosts(self, site: str, worker: str, kind: str, limit: int) -> list[Lease]:
-        """Up to ``limit`` free hosts with work, now leased to ``worker``."""
+        """Up to ``limit`` free hosts with work, now leased to ``worker``: first those whose
+        holder died (expired, not released: its work under way), then the least claimed."""
         if limit <= 0:
             return []
         work, params = work_query(kind, site)
@@ -115,7 +116,7 @@ class PostgresLeases:
                 f"SELECT name FROM leases WHERE site=? AND name IN"
                 f" (SELECT '{HOST}' || host FROM ({work}) h)"
                 f" AND (worker IS NULL OR expires < {NOW})"
-                " ORDER BY token, name LIMIT ? FOR UPDATE SKIP LOCKED",
+                " ORDER BY worker IS NULL, token, name LIMIT ? FOR UPDATE SKIP LOCKED",
                 (site, *params, limit),
             ).fetchall()
             return [self._take(site, name, worker) for (name,) in rows]
