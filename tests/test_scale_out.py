@@ -19,8 +19,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from coop_common.exitcode import ExitCode
+from harvester.crawl.leasing import HostLeasing
 from harvester.exceptions import LeaseLost
 from harvester.storage import open_state
+from harvester.storage.protocol import State
 from tests.multihost import most_at_once, start_web
 from tests.pgcluster import PGCluster
 from tests.servers import RunningServer
@@ -137,29 +139,32 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
     site = "http://127.0.0.2:9/"
     with open_state(url) as state:
         state.add_pending(site, [site + "a"])
-    # All claim at one agreed moment, after every process has started, with a lease longer
-    # than a loaded machine may keep one of them waiting (a 0.5 s lease expired between a
-    # slow racer's start and its claim, so two racers won, each in turn).
-    claim = (
-        "import sys, time; from harvester.storage import open_state\n"
-        "s = open_state(sys.argv[1]); s.open(); s.leases.seconds = 3.0\n"
-        "time.sleep(max(float(sys.argv[4]) - time.time(), 0))\n"
+    claim = (  # each racer opens the state, says so, and claims when a line comes on stdin
+        "import sys; from harvester.storage import open_state\n"
+        "s = open_state(sys.argv[1]); s.open(); s.leases.seconds = 2.0\n"
+        "print('ready', flush=True); sys.stdin.readline()\n"
         "print(len(s.leases.claim_hosts(sys.argv[2], sys.argv[3], 'fetch', 1)))"
     )
-    at = str(time.time() + 5.0)
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", claim, url, site, f"w{i}", at],
+            [sys.executable, "-c", claim, url, site, f"w{i}"],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for i in range(4)
     ]
+    for racer in racers:
+        assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+    for racer in racers:  # all open and waiting: now they race (no lease expires meanwhile)
+        assert racer.stdin is not None
+        racer.stdin.write("go\n")
+        racer.stdin.flush()
     assert sorted(int(p.communicate(timeout=60)[0]) for p in racers) == [0, 0, 0, 1]
     with open_state(url) as state:
         assert state.leases is not None
         state.leases.seconds = 0.5
-        time.sleep(3.1)  # the winner's lease expires
+        time.sleep(2.1)  # the winner's lease expires
         (mine,) = state.leases.claim_hosts(site, "late", "fetch", 1)
         assert state.leases.claim_hosts(site, "later", "fetch", 1) == []
         with open_state(url) as stale:
@@ -169,3 +174,52 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
                 stale.leases.acknowledge(site, old, site + "a")
         with state.transaction():
             state.leases.acknowledge(site, mine, site + "a")
+
+
+def _leasing(state: State, most: int | None = None) -> HostLeasing:
+    assert state.leases is not None
+    return HostLeasing(state.leases, "http://job/", "w1", kind="fetch", most=most)
+
+
+def _rebalance(leasing: HostLeasing) -> tuple[set[str], set[str]]:
+    """One rebalance of a worker with nothing queued or in flight here: (claimed, given up)."""
+    claimed, gone = leasing.rebalance(0.0, lambda h: True, lambda h: True, lambda h: 0.0)
+    return {lease.host for lease in claimed}, set(gone)
+
+
+def test_a_host_spent_here_is_kept_and_reopened_while_the_state_has_work_for_it(
+    pg_cluster: PGCluster,
+) -> None:
+    """A worker that fetched all it had of a host keeps the host if other workers queued
+    more of it meanwhile (given back, it would wait for the next claim round)."""
+    with open_state(pg_cluster.new_database()) as state:
+        state.add_pending("http://job/", ["http://a.example/1", "http://b.example/1"])
+        leasing = _leasing(state)
+        assert _rebalance(leasing) == ({"a.example", "b.example"}, set())
+        state.db.execute("UPDATE resources SET status='archived' WHERE url='http://a.example/1'")
+        assert _rebalance(leasing) == ({"b.example"}, {"a.example"})  # b: open it again
+        assert set(leasing.held) == {"b.example"}
+        assert state.leases is not None
+        assert state.leases.held("http://job/") == {"host:b.example": "w1"}
+
+
+def test_a_worker_holds_no_more_hosts_than_it_can_fetch_at_once(pg_cluster: PGCluster) -> None:
+    with open_state(pg_cluster.new_database()) as state:
+        state.add_pending("http://job/", [f"http://h{h}.example/1" for h in range(4)])
+        capped, other = _leasing(state, most=2), _leasing(state)
+        assert len(_rebalance(capped)[0]) == 2
+        other.worker = "w2"
+        assert len(_rebalance(other)[0]) == 2  # the other two: free for another worker
+
+
+def test_a_dead_workers_hosts_are_claimed_before_untouched_ones(pg_cluster: PGCluster) -> None:
+    """A worker that holds only what it can fetch claims the hosts a dead worker left half
+    done before hosts nobody started (else they wait until every fresh host is taken)."""
+    with open_state(pg_cluster.new_database()) as state:
+        assert state.leases is not None
+        state.add_pending("http://job/", [f"http://h{h}.example/1" for h in range(4)])
+        state.leases.seconds = 0.3
+        (dead,) = state.leases.claim_hosts("http://job/", "dead", "fetch", 1)
+        time.sleep(0.4)  # its lease expires: it never released it
+        (heir,) = state.leases.claim_hosts("http://job/", "heir", "fetch", 1)
+        assert heir.name == dead.name and heir.token == dead.token + 1

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from harvester.archive.recorder import Recorder
 from harvester.crawl.crawler import Crawler, CrawlLimits
 from harvester.crawl.frontier import Frontier
-from harvester.crawl.leasing import HostLeasing
+from harvester.crawl.leasing import HostLeasing, hosts_at_once
 from harvester.crawl.policies import load_policies
 from harvester.crawl.quality import OPICScorer
 from harvester.crawl.scheduling import Politeness, make_scheduler
@@ -82,6 +82,16 @@ def build_crawler(
         progress=progress,
         leasing=None
         if state.leases is None
-        else HostLeasing(state.leases, settings.site_url, settings.worker_id),
+        else HostLeasing(
+            state.leases,
+            settings.site_url,
+            settings.worker_id,
+            most=hosts_at_once(
+                settings.concurrency,
+                settings.crawl_per_host,
+                settings.delay,
+                settings.delay_factor,
+            ),
+        ),
     )
     return crawler, seen

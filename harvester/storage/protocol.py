@@ -204,6 +204,9 @@ class LeaseStore(Protocol):
     def share(self, site: str, kind: str, workers: int) -> int:
         """How many hosts with work one of ``workers`` live workers may hold."""
 
+    def with_work(self, site: str, kind: str, hosts: Collection[str]) -> set[str]:
+        """Those of ``hosts`` with outstanding work in the state."""
+
     def claim_hosts(self, site: str, worker: str, kind: str, limit: int) -> list[Lease]: ...
 
     def claim(self, site: str, name: str, worker: str) -> Lease | None: ...

@@ -40,7 +40,8 @@ class PostgresConnection:
         self._pg = PostgresDatabase(conn)
         with self.transaction():
             self.db.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-            conn.execute(SCHEMA)
+            if self._version() is None:  # new: its tables (DDL would lock out running workers)
+                conn.execute(SCHEMA)
             self._check_version()
 
     def close(self) -> None:
@@ -61,12 +62,19 @@ class PostgresConnection:
             raise StateError("the state database is not open")
         return self._pg
 
-    def _check_version(self) -> None:
+    def _version(self) -> str | None:
+        """The database's schema version; None before its tables are made."""
+        if self.db.execute("SELECT to_regclass('meta')").fetchone()[0] is None:
+            return None
         row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if row is None:
+        return None if row is None else str(row[0])
+
+    def _check_version(self) -> None:
+        version = self._version()
+        if version is None:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise StateError(f"{_safe(self.url)} has schema {row[0]}, not {SCHEMA_VERSION}")
+        elif int(version) != SCHEMA_VERSION:
+            raise StateError(f"{_safe(self.url)} has schema {version}, not {SCHEMA_VERSION}")
 
     def transaction(self) -> Transaction:
         """One atomic step: all of the block, or none of it (SQLite's, on the adapter)."""

@@ -27,11 +27,26 @@ from harvester.storage.protocol import Lease
 NOW = "extract(epoch from clock_timestamp())"
 HOST = "host:"
 LIST = "list:"
-# The hosts with work: a crawl's queued URLs, or the resources a fetch still owes.
-_WORK = {
-    "crawl": "SELECT DISTINCT host FROM frontier WHERE site=? AND status='queued'",
-    "fetch": "SELECT DISTINCT host FROM resources WHERE site=? AND status='pending'",
-}
+# Where each kind of job keeps its outstanding work: a crawl's queued URLs, or the resources
+# a fetch still owes; both indexed on (site, status, host) (``schema.py``).
+_OUTSTANDING = {"crawl": ("frontier", "queued"), "fetch": ("resources", "pending")}
+
+
+def work_query(kind: str, site: str, hosts: list[str] | None = None) -> tuple[str, tuple[Any, ...]]:
+    """The query of the hosts (of ``hosts``, if given) with outstanding work of a ``kind``
+    job, and its parameters. A loose index scan: one index probe per host, however many URLs
+    each has queued (a ``DISTINCT`` reads every one of them).
+    """
+    table, status = _OUTSTANDING[kind]
+    where = f"site=? AND status='{status}'" + ("" if hosts is None else " AND host = ANY(?)")
+    params = (site,) if hosts is None else (site, hosts)
+    sql = (
+        f"WITH RECURSIVE w(host) AS ((SELECT host FROM {table} WHERE {where}"
+        " ORDER BY host LIMIT 1) UNION ALL SELECT (SELECT host FROM"
+        f" {table} WHERE {where} AND host > w.host ORDER BY host LIMIT 1) FROM w"
+        " WHERE w.host IS NOT NULL) SELECT host FROM w WHERE host IS NOT NULL"
+    )
+    return sql, params * 2
 
 
 class PostgresLeases:
@@ -71,29 +86,38 @@ class PostgresLeases:
             self.db.execute("DELETE FROM workers WHERE site=? AND worker=?", (site, worker))
 
     def hosts_with_work(self, site: str, kind: str) -> int:
-        row = self.db.execute(f"SELECT COUNT(*) FROM ({_WORK[kind]}) w", (site,)).fetchone()
-        return int(row[0])
+        sql, params = work_query(kind, site)
+        return int(self.db.execute(f"SELECT COUNT(*) FROM ({sql}) h", params).fetchone()[0])
+
+    def with_work(self, site: str, kind: str, hosts: Collection[str]) -> set[str]:
+        """Those of ``hosts`` that have outstanding work in the state (queued by any worker)."""
+        if not hosts:
+            return set()
+        rows = self.db.execute(*work_query(kind, site, list(hosts))).fetchall()
+        return {host for (host,) in rows}
 
     def share(self, site: str, kind: str, workers: int) -> int:
         """How many hosts one of ``workers`` live workers may hold."""
         return max(1, math.ceil(self.hosts_with_work(site, kind) / max(workers, 1)))
 
     def claim_hosts(self, site: str, worker: str, kind: str, limit: int) -> list[Lease]:
-        """Up to ``limit`` free hosts with work, now leased to ``worker``."""
+        """Up to ``limit`` free hosts with work, now leased to ``worker``: first those whose
+        holder died (expired, not released: its work under way), then the least claimed."""
         if limit <= 0:
             return []
+        work, params = work_query(kind, site)
         with self.state.transaction():
             self.db.execute(
                 f"INSERT INTO leases (site, name) SELECT ?, '{HOST}' || host"
-                f" FROM ({_WORK[kind]}) w ON CONFLICT (site, name) DO NOTHING",
-                (site, site),
+                f" FROM ({work}) h ON CONFLICT (site, name) DO NOTHING",
+                (site, *params),
             )
             rows = self.db.execute(
                 f"SELECT name FROM leases WHERE site=? AND name IN"
-                f" (SELECT '{HOST}' || host FROM ({_WORK[kind]}) w)"
+                f" (SELECT '{HOST}' || host FROM ({work}) h)"
                 f" AND (worker IS NULL OR expires < {NOW})"
-                " ORDER BY token, name LIMIT ? FOR UPDATE SKIP LOCKED",
-                (site, site, limit),
+                " ORDER BY worker IS NULL, token, name LIMIT ? FOR UPDATE SKIP LOCKED",
+                (site, *params, limit),
             ).fetchall()
             return [self._take(site, name, worker) for (name,) in rows]
 

@@ -1,6 +1,12 @@
-"""The PostgreSQL state's tables: the SQLite state's (``sqlite/schema.py``) with PostgreSQL's
-types (times as ``DOUBLE PRECISION``, offsets as ``BIGINT``), each resource's host as a column
-computed from its URL, and two tables of a shared job: ``leases`` and ``workers``.
+"""The PostgreSQL state's tables: the SQLite state's (``sqlite/schema.py``), derived from its
+text by :func:`postgres_ddl`, plus what only a shared job has.
+
+The SQLite text is the one schema: a table added there is a table here. :func:`postgres_ddl`
+gives its column types PostgreSQL's names (``REAL`` is ``DOUBLE PRECISION``, ``BLOB`` is
+``BYTEA``; ``TEXT``, ``INTEGER`` and ``BIGINT`` are the same words). Then
+:data:`SHARED` adds to ``resources`` the worker that archived each and its host (a column
+computed from the URL, indexed with the frontier's hosts for the claims), and the ``leases``
+and ``workers`` tables.
 
 A lease row is named ``host:<host>`` (the host's URLs are fetched by its holder alone) or
 ``list:<endpoint>`` (the endpoint's lists are listed by its holder alone). ``token`` grows by
@@ -10,70 +16,33 @@ since the epoch on the database's clock, so the workers' clocks never need to ag
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2  # the SQLite state's version: the same tables
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sources (
-    site TEXT PRIMARY KEY,
-    endpoint TEXT,
-    granularity TEXT,
-    deleted_record TEXT
-);
-CREATE TABLE IF NOT EXISTS resources (
-    url TEXT PRIMARY KEY,
-    site TEXT NOT NULL,
-    oai_identifier TEXT,
-    listed_datestamp TEXT,
-    archived_datestamp TEXT,
-    set_specs TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL,
-    etag TEXT,
-    last_modified TEXT,
-    payload_digest TEXT,
-    sha1 TEXT,
-    sha256 TEXT,
-    http_status INTEGER,
-    record_id TEXT,
-    warc_file TEXT,
-    warc_offset BIGINT,
-    warc_length BIGINT,
-    warc_date TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    last_error TEXT,
-    updated DOUBLE PRECISION NOT NULL,
-    worker TEXT,                     -- the worker whose acknowledgement archived it last
-    host TEXT GENERATED ALWAYS AS
-        (lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?([^:/?#]*)')))
-        STORED
-);
-CREATE INDEX IF NOT EXISTS resources_status ON resources (status, url);
+import re
+
+from harvester.storage.sqlite.schema import SCHEMA as SQLITE_SCHEMA
+from harvester.storage.sqlite.schema import SCHEMA_VERSION
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "postgres_ddl"]
+
+_TYPES = {"REAL": "DOUBLE PRECISION", "BLOB": "BYTEA"}
+_TYPE = re.compile(r"^(\s+\w+ )(REAL|BLOB)\b", re.MULTILINE)
+
+
+def postgres_ddl(sqlite_ddl: str) -> str:
+    """``sqlite_ddl`` with PostgreSQL's column types (only where a column's type stands:
+    names and comments are left alone).
+
+    >>> postgres_ddl("CREATE TABLE t (\\n    at REAL NOT NULL,  -- a REAL\\n    b BLOB\\n);")
+    'CREATE TABLE t (\\n    at DOUBLE PRECISION NOT NULL,  -- a REAL\\n    b BYTEA\\n);'
+    """
+    return _TYPE.sub(lambda m: m.group(1) + _TYPES[m.group(2)], sqlite_ddl)
+
+
+_HOST = r"lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?([^:/?#]*)'))"
+SHARED = f"""
+ALTER TABLE resources ADD COLUMN IF NOT EXISTS worker TEXT;  -- whose acknowledgement archived it
+ALTER TABLE resources ADD COLUMN IF NOT EXISTS host TEXT GENERATED ALWAYS AS ({_HOST}) STORED;
 CREATE INDEX IF NOT EXISTS resources_host ON resources (site, status, host);
-CREATE INDEX IF NOT EXISTS resources_record ON resources (record_id);
-CREATE TABLE IF NOT EXISTS frontier (
-    url TEXT PRIMARY KEY,
-    site TEXT NOT NULL,
-    host TEXT NOT NULL,
-    depth INTEGER NOT NULL,
-    policy TEXT NOT NULL,
-    distance INTEGER NOT NULL,
-    scores TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    status TEXT NOT NULL,
-    via TEXT
-);
-CREATE INDEX IF NOT EXISTS frontier_queue ON frontier (site, status, seq);
 CREATE INDEX IF NOT EXISTS frontier_host ON frontier (site, status, host);
-CREATE TABLE IF NOT EXISTS lists (
-    endpoint TEXT NOT NULL,
-    set_spec TEXT NOT NULL,
-    prefix TEXT NOT NULL,
-    harvested_until TEXT,
-    list_from TEXT,
-    list_token TEXT,
-    list_response_date TEXT,
-    list_state TEXT NOT NULL DEFAULT 'idle',
-    PRIMARY KEY (endpoint, set_spec, prefix)
-);
 CREATE TABLE IF NOT EXISTS leases (
     site TEXT NOT NULL,
     name TEXT NOT NULL,              -- host:<host> | list:<endpoint>
@@ -90,34 +59,5 @@ CREATE TABLE IF NOT EXISTS workers (
     started DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (site, worker)
 );
--- records mode (harvester/records/): items, their formats, and linked resources
-CREATE TABLE IF NOT EXISTS items (
-    endpoint TEXT NOT NULL,
-    identifier TEXT NOT NULL,
-    datestamp TEXT NOT NULL,
-    set_specs TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL,            -- pending | partial | archived | deleting | deleted
-    didl_record_id TEXT,             -- the item's last DIDL record
-    updated DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (endpoint, identifier)
-);
-CREATE INDEX IF NOT EXISTS items_by_status ON items (endpoint, status, identifier);
-CREATE TABLE IF NOT EXISTS item_formats (
-    endpoint TEXT NOT NULL,
-    identifier TEXT NOT NULL,
-    prefix TEXT NOT NULL,
-    datestamp TEXT NOT NULL,
-    metadata BYTEA NOT NULL,          -- the <metadata> child, serialised
-    PRIMARY KEY (endpoint, identifier, prefix)
-);
-CREATE TABLE IF NOT EXISTS endpoint_modes (
-    endpoint TEXT PRIMARY KEY,
-    records INTEGER NOT NULL         -- 1: its identifiers are not URLs (records mode)
-);
-CREATE TABLE IF NOT EXISTS linked (
-    url TEXT PRIMARY KEY,            -- a linked resource (its capture is in resources)
-    record_type TEXT NOT NULL,       -- response | revisit: the capture's WARC record type
-    mime TEXT,                       -- its Content-Type as last sent
-    links TEXT NOT NULL DEFAULT ''   -- what it points at: "kind url" lines
-);
 """
+SCHEMA = postgres_ddl(SQLITE_SCHEMA) + SHARED

@@ -64,21 +64,16 @@ class PostgresState(PostgresConnection, SQLiteSources, SQLiteResources, SQLiteFr
     def requeue_done(self, site: str) -> int:
         """Start a new crawl cycle, unless one is under way: of workers starting together on
         a finished crawl, only the first starts it (the others find URLs queued)."""
-        with self.transaction():
-            self.db.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (f"cycle:{site}",))
+        key = f"cycle:{site}"
+        self.db.execute("SELECT pg_advisory_lock(hashtext(?))", (key,))
+        try:
             if self.db.execute(
                 "SELECT 1 FROM frontier WHERE site=? AND status='queued' LIMIT 1", (site,)
             ).fetchone():
                 return 0
-            cur = self.db.execute(
-                "UPDATE frontier SET status='queued' WHERE site=? AND status='done'", (site,)
-            )
-            self.db.execute(
-                "UPDATE resources SET status='pending' WHERE site=? AND status IN"
-                " ('archived','failed')",
-                (site,),
-            )
-        return int(cur.rowcount)
+            return super().requeue_done(site)  # committed before the next worker looks
+        finally:
+            self.db.execute("SELECT pg_advisory_unlock(hashtext(?))", (key,))
 
     def captures_by_worker(self, site: str) -> dict[str, int]:
         """How many of the site's resources each worker archived last (``""``: before any

@@ -1,7 +1,9 @@
 """The SQLite state's tables: the schema a new state file gets, and its version.
 
 A state file of an older version is brought to this one on open by ``migration.py``. The
-column types and constraints are standard SQL, so the same tables serve a PostgreSQL port.
+column types and constraints are standard SQL, and this text is also the PostgreSQL state's
+(``postgres/schema.py`` renames ``REAL`` and ``BLOB``): a column that may outgrow 32 bits is
+``BIGINT``, which SQLite stores as any ``INTEGER``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ CREATE TABLE IF NOT EXISTS resources (
     http_status INTEGER,
     record_id TEXT,
     warc_file TEXT,
-    warc_offset INTEGER,
-    warc_length INTEGER,
+    warc_offset BIGINT,            -- BIGINT: SQLite's INTEGER, PostgreSQL's 64-bit integer
+    warc_length BIGINT,
     warc_date TEXT,
     attempts INTEGER NOT NULL DEFAULT 0,  -- failed attempts at the listed version
     last_error TEXT,
@@ -48,7 +50,7 @@ CREATE TABLE IF NOT EXISTS frontier (   -- the crawl's discovered URLs, one row 
     policy TEXT NOT NULL,
     distance INTEGER NOT NULL,        -- link hops since its policy began (seed or switch)
     scores TEXT NOT NULL,             -- JSON: the named scores of the URL
-    seq INTEGER NOT NULL,             -- discovery order
+    seq BIGINT NOT NULL,              -- discovery order
     status TEXT NOT NULL,             -- queued | done
     via TEXT                          -- the page that linked it first
 );
