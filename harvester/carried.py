@@ -13,18 +13,15 @@ import base64
 import binascii
 import hashlib
 import logging
-import re
 from dataclasses import dataclass
 
 from lxml import etree
 
 from harvester.archive.didl import DIDL_NS, HTTP_NS, PRES_NS
+from harvester.exchange import wellformed_fields
 
 log = logging.getLogger(__name__)
 DIDL, PRES, HTTP = (f"{{{ns}}}" for ns in (DIDL_NS, PRES_NS, HTTP_NS))
-MAX_FIELDS = 100
-_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
-_VALUE = re.compile(r"[^\x00-\x08\x0a-\x1f\x7f]{0,8192}")
 
 
 @dataclass(frozen=True)
@@ -61,9 +58,7 @@ def _http_headers(didl: etree._Element, length: int) -> list[tuple[str, str]] | 
     if status is None or status.get("code") != "200":
         return None
     fields = [(f.get("name") or "", f.text or "") for f in header.iterfind(f"{HTTP}field")]
-    if len(fields) > MAX_FIELDS or not all(
-        _TOKEN.fullmatch(name) and _VALUE.fullmatch(value) for name, value in fields
-    ):
+    if not wellformed_fields(fields):
         log.warning("a DIDL's http_header descriptor is malformed; keeping the bytes only")
         return None
     declared = [v for n, v in fields if n.lower() == "content-length"]

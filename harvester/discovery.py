@@ -56,6 +56,20 @@ def discover(settings: HarvestSettings, state: State) -> EndpointInfo | Resource
     return info
 
 
+def source_kind(found: EndpointInfo | ResourceSyncSource | None) -> str:
+    """What :func:`discover` found, in a word: ``oai``, ``resourcesync`` or ``crawl``."""
+    if found is None:
+        return "crawl"
+    return "resourcesync" if isinstance(found, ResourceSyncSource) else "oai"
+
+
+def endpoint_url(found: EndpointInfo | ResourceSyncSource | None) -> str | None:
+    """The OAI-PMH endpoint or the Capability List that :func:`discover` found."""
+    if isinstance(found, ResourceSyncSource):
+        return found.capability_list
+    return None if found is None else found.endpoint
+
+
 def _resourcesync(settings: HarvestSettings, state: State) -> ResourceSyncSource | None:
     limits = replace(oai_limits(settings), max_retries=1)
     with ResourceSyncReader(settings.site_url, limits) as reader:

@@ -10,15 +10,32 @@ with for replay tools such as pywb to read it.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-__all__ = ["PROTOCOLS", "Header", "HttpExchange", "Redirect", "protocol"]
+__all__ = ["PROTOCOLS", "Header", "HttpExchange", "Redirect", "protocol", "wellformed_fields"]
 
 Header = tuple[str, str]
 Redirect = tuple[str, int, str]  # (URL asked, status, absolute Location)
 PROTOCOLS = ("HTTP/1.0", "HTTP/1.1")
+MAX_FIELDS = 100
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")  # RFC 9110 §5.1, a field name
+_VALUE = re.compile(r"[^\x00-\x08\x0a-\x1f\x7f]{0,8192}")  # no control characters but tab
+
+
+def wellformed_fields(fields: Sequence[Header]) -> bool:
+    """Whether ``fields`` could be a response's header fields as received: at most
+    ``MAX_FIELDS``, each a token name and a value without control characters.
+
+    >>> wellformed_fields([("Content-Type", "text/html")]), wellformed_fields([("a b", "x")])
+    (True, False)
+    """
+    return len(fields) <= MAX_FIELDS and all(
+        _TOKEN.fullmatch(name) and _VALUE.fullmatch(value) for name, value in fields
+    )
 
 
 def protocol(major: int, minor: int) -> str:

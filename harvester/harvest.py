@@ -19,7 +19,6 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,7 +30,7 @@ from harvester.archive.warc import RotatingWARCWriter
 from harvester.chain import fetch_chain
 from harvester.clock import http_time
 from harvester.crawl.build import CrawlerFactory
-from harvester.discovery import discover, records_mode
+from harvester.discovery import discover, endpoint_url, records_mode, source_kind
 from harvester.exceptions import FetchError, LeaseLost, RecordsRepository
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
@@ -93,12 +92,13 @@ class Harvest:
                 self.settings, found, self.state
             )
             self._undecided = records is None
-            strategy = "oai-records" if records else _strategy(found, self.settings.oai_strategy)
-            self.summary.endpoint = _endpoint_url(found)
-            self.summary.mode = "records" if records else _mode(found)
+            kind = "records" if records else source_kind(found)
+            strategy = f"oai-{self.settings.oai_strategy}" if kind == "oai" else kind
+            self.summary.endpoint = endpoint_url(found)
+            self.summary.mode = kind
             recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
             runs = RunLog(self.settings.out)
-            run_id = runs.started(_now(), self.settings.site_url, strategy, self.summary.endpoint)
+            run_id = runs.started(self.settings.site_url, strategy, self.summary.endpoint)
             self.writer.open()
             try:
                 self._reconcile(recorder, repaired, archive=found is not None)
@@ -113,7 +113,7 @@ class Harvest:
                 self._index()
             self._count()
             self.summary.seconds = time.monotonic() - start
-            runs.finished(run_id, _now(), self.summary.as_dict())
+            runs.finished(run_id, self.summary.as_dict())
         return self.summary
 
     def _list_or_ingest(self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder) -> None:
@@ -377,27 +377,3 @@ class Harvest:
 
     def _expired(self) -> bool:
         return self._deadline is not None and time.monotonic() > self._deadline
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _strategy(found: EndpointInfo | ResourceSyncSource | None, oai_strategy: str) -> str:
-    if found is None:
-        return "crawl"
-    if isinstance(found, ResourceSyncSource):
-        return "resourcesync"
-    return f"oai-{oai_strategy}"
-
-
-def _mode(found: EndpointInfo | ResourceSyncSource | None) -> str:
-    if found is None:
-        return "crawl"
-    return "resourcesync" if isinstance(found, ResourceSyncSource) else "oai"
-
-
-def _endpoint_url(found: EndpointInfo | ResourceSyncSource | None) -> str | None:
-    if isinstance(found, ResourceSyncSource):
-        return found.capability_list
-    return None if found is None else found.endpoint

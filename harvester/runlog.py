@@ -15,6 +15,7 @@ import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +42,16 @@ class RunLog:
     def __init__(self, folder: Path) -> None:
         self.path = folder / RUNS_FILE
 
-    def started(self, start: str, site: str, mode: str, endpoint: str | None) -> str:
-        """Note a run's start; return its id, for :meth:`finished`."""
+    def started(self, site: str, mode: str, endpoint: str | None) -> str:
+        """Note a run's start, now; return its id, for :meth:`finished`."""
         run_id = uuid.uuid4().hex[:12]
-        line = {"run": run_id, "event": "start", "at": start, "site": site, "mode": mode}
+        line = {"run": run_id, "event": "start", "at": _now(), "site": site, "mode": mode}
         self._append({**line, "endpoint": endpoint})
         return run_id
 
-    def finished(self, run_id: str, end: str, counts: Mapping[str, Any]) -> None:
-        self._append({"run": run_id, "event": "end", "at": end, "counts": dict(counts)})
+    def finished(self, run_id: str, counts: Mapping[str, Any]) -> None:
+        """Note the end of run ``run_id``, now, with its summary's counts."""
+        self._append({"run": run_id, "event": "end", "at": _now(), "counts": dict(counts)})
 
     def runs(self) -> list[Run]:
         """Every run in the order they started; torn or foreign lines are skipped."""
@@ -94,3 +96,7 @@ class RunLog:
                 os.close(fd)
         except OSError as exc:  # a log for people: the harvest goes on without it
             log.warning("cannot write the run log %s: %s", self.path, exc)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

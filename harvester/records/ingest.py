@@ -59,27 +59,20 @@ class Sent:
     stamps: list[tuple[str, str]]
 
 
+@dataclass
 class Ingest:
     """One records-mode run over ``endpoint``; :meth:`run` inside an event loop."""
 
-    def __init__(
-        self,
-        settings: HarvestSettings,
-        state: State,
-        endpoint: EndpointInfo,
-        recorder: Recorder,
-        summary: Summary,
-        fetch_one: FetchOne,
-        fetcher: Fetcher,
-    ) -> None:
-        self.settings = settings
-        self.state = state
-        self.endpoint = endpoint
-        self.recorder = recorder
-        self.summary = summary
-        self.fetch_one = fetch_one
-        self.fetcher = fetcher
-        self.items = state.items
+    settings: HarvestSettings
+    state: State
+    endpoint: EndpointInfo
+    recorder: Recorder
+    summary: Summary
+    fetch_one: FetchOne
+    fetcher: Fetcher
+
+    def __post_init__(self) -> None:
+        self.items = self.state.items
         self._scope: LinkScope | None = None
         # Resources fetched this run (the last RECENT): one linked by many items (a licence,
         # a shared data set) is fetched once per run, not once per item.

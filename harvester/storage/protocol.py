@@ -1,8 +1,10 @@
 """The storage seam: what the harvester asks of its state, and the values it gets back.
 
-A state is opened from a URL (:func:`harvester.storage.open_state`); the SQLite implementation
-(``harvester/storage/sqlite/``) is the only one today. Everything else in the harvester talks
-to a state through :class:`State` and these frozen values, never in SQL.
+A state is opened from a URL (:func:`harvester.storage.open_state`): SQLite
+(``harvester/storage/sqlite/``) or PostgreSQL (``harvester/storage/postgres/``, which runs the
+same SQL and adds the leases of a shared job). Everything else in the harvester talks to a
+state through :class:`State` and the frozen values of :mod:`harvester.storage.values`
+(re-exported here), never in SQL.
 
 The state stores three things, one protocol each:
 
@@ -63,129 +65,47 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from harvester.storage.values import (
+    ACTIVE,
+    RETRYING,
+    Capture,
+    Due,
+    Item,
+    Lease,
+    Listed,
+    ListKey,
+    ListPosition,
+    QueuedRow,
+    Resource,
+    Source,
+)
 
 if TYPE_CHECKING:
     from harvester.oaimodels import ListedHeader
 
-ACTIVE = ("pending", "failed")  # to be fetched (a failed one once its retry time has come)
-RETRYING = ("failed", "abandoned")
-
-
-@dataclass(frozen=True)
-class Source:
-    site: str
-    endpoint: str | None
-    granularity: str | None
-    deleted_record: str | None
-
-
-@dataclass(frozen=True)
-class ListKey:
-    endpoint: str
-    set_spec: str | None
-    prefix: str
-
-    @property
-    def columns(self) -> tuple[str, str, str]:
-        return self.endpoint, self.set_spec or "", self.prefix
-
-
-@dataclass(frozen=True)
-class ListPosition:
-    harvested_until: str | None  # its own bound, else the endpoint's bound carried over
-    from_: str | None
-    token: str | None
-    response_date: str | None
-    state: str  # idle | active | listed
-
-
-@dataclass(frozen=True)
-class Listed:
-    """One header of a list, as the state needs it."""
-
-    url: str
-    identifier: str
-    datestamp: str
-    set_specs: tuple[str, ...]
-    deleted: bool
-
-
-@dataclass(frozen=True)
-class Resource:
-    url: str
-    oai_identifier: str | None
-    listed_datestamp: str | None
-    archived_datestamp: str | None
-    set_specs: tuple[str, ...]
-    status: str
-    etag: str | None
-    last_modified: str | None
-    payload_digest: str | None
-    sha1: str | None
-    sha256: str | None
-    record_id: str | None
-    warc_file: str | None
-    warc_offset: int | None
-    warc_length: int | None
-    warc_date: str | None
-    attempts: int
-
-
-@dataclass(frozen=True)
-class Capture:
-    """Where and what was archived for one resource."""
-
-    record_id: str
-    warc_file: str
-    warc_offset: int
-    warc_length: int
-    warc_date: str
-    http_status: int | None
-    etag: str | None
-    last_modified: str | None
-    payload_digest: str | None
-    sha1: str | None
-    sha256: str | None
-
-
-@dataclass(frozen=True)
-class Due:
-    """Which failed resources may be fetched again at ``now``: those whose last failure was
-    at least ``delay * 2 ** (attempts - 1)`` seconds before (pending ones always are)."""
-
-    now: float
-    delay: float
-
-
-@dataclass(frozen=True)
-class QueuedRow:
-    """A frontier row: a URL the crawl has discovered and means to fetch."""
-
-    url: str
-    host: str
-    depth: int
-    policy: str
-    distance: int
-    scores: dict[str, float]
-    seq: int
-    via: str | None
-
-
-@dataclass(frozen=True)
-class Lease:
-    """A host (``host:<host>``) or an endpoint's lists (``list:<endpoint>``), held by one
-    worker until it releases it or ``LeaseStore.seconds`` pass without a renewal."""
-
-    name: str
-    worker: str
-    token: int  # the fencing token: one more at every claim of the name
-    next_at: float  # no request before this (the state's clock), handed over at release
-
-    @property
-    def host(self) -> str:
-        return self.name.removeprefix("host:")
+__all__ = [  # the values are re-exported: the seam is this one module to its users
+    "ACTIVE",
+    "RETRYING",
+    "Capture",
+    "Due",
+    "FrontierStore",
+    "Item",
+    "ItemStore",
+    "Lease",
+    "LeaseStore",
+    "ListKey",
+    "ListPosition",
+    "ListStore",
+    "Listed",
+    "QueuedRow",
+    "Resource",
+    "ResourceStore",
+    "Source",
+    "SourceStore",
+    "State",
+]
 
 
 class LeaseStore(Protocol):
@@ -329,17 +249,6 @@ class FrontierStore(Protocol):
     def requeue_done(self, site: str) -> int: ...
 
     def max_seq(self, site: str) -> int: ...
-
-
-@dataclass(frozen=True)
-class Item:
-    """A record of a repository ingested in records mode (``harvester/records/``)."""
-
-    identifier: str
-    datestamp: str
-    set_specs: tuple[str, ...]
-    status: str
-    didl_record_id: str | None
 
 
 class ItemStore(Protocol):
