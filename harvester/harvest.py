@@ -93,7 +93,8 @@ class Harvest:
             )
             self._undecided = records is None
             kind = "records" if records else source_kind(found)
-            strategy = f"oai-{self.settings.oai_strategy}" if kind == "oai" else kind
+            oai = {"oai": f"oai-{self.settings.oai_strategy}", "records": "oai-records"}
+            strategy = oai.get(kind, kind)
             self.summary.endpoint = endpoint_url(found)
             self.summary.mode = kind
             recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
