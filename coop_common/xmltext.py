@@ -9,9 +9,12 @@ every identifier is (they are percent-encoded URLs), takes a fast path of plain 
 
 from __future__ import annotations
 
+import functools
 import re
 
-__all__ = ["attr", "clean", "has_invalid", "is_plain", "text"]
+from lxml import etree
+
+__all__ = ["attr", "clean", "has_invalid", "is_any_uri", "is_plain", "text"]
 
 # XML 1.0 section 2.2, Char: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -81,3 +84,24 @@ def is_plain(value: str) -> bool:
     (True, False, False, False)
     """
     return value.isascii() and not value.encode("ascii").translate(None, _PLAIN_BYTES)
+
+
+def is_any_uri(value: str) -> bool:
+    """Whether ``value`` is an ``xs:anyURI`` as libxml2's schema validation reads one: what an
+    OAI-PMH identifier echoed in a response must be (``identifierType``).
+
+    >>> is_any_uri("http://h/a%20b"), is_any_uri("oai:repo:1"), is_any_uri(":")
+    (True, True, False)
+    """
+    element = etree.Element("u")
+    element.text = value
+    return bool(_any_uri_schema().validate(element))
+
+
+@functools.cache
+def _any_uri_schema() -> etree.XMLSchema:
+    schema = (
+        b'<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">'
+        b'<xs:element name="u" type="xs:anyURI"/></xs:schema>'
+    )
+    return etree.XMLSchema(etree.fromstring(schema))

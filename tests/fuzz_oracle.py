@@ -68,6 +68,12 @@ _UNRESERVED = r"[A-Za-z0-9\-_.!~*'()]+"
 _PREFIX = re.compile(_UNRESERVED)
 _SET_SPEC = re.compile(rf"{_UNRESERVED}(?::{_UNRESERVED})*")
 _DATESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:T([0-9]{2}):([0-9]{2}):([0-9]{2})Z)?")
+_ANY_URI = etree.XMLSchema(
+    etree.fromstring(
+        b'<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">'
+        b'<xs:element name="u" type="xs:anyURI"/></xs:schema>'
+    )
+)
 _XML_CHAR = re.compile("[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*")
 
 
@@ -160,9 +166,17 @@ def _value_ok(name: str, value: str) -> bool:
         return bool(_PREFIX.fullmatch(value))
     if name == "set":
         return bool(_SET_SPEC.fullmatch(value))
+    if name == "identifier":  # identifierType is xs:anyURI: libxml2's own reading decides
+        return _any_uri(value)
     if name in ("from", "until"):
         return _datestamp(value) is not None
     return True
+
+
+def _any_uri(value: str) -> bool:
+    element = etree.Element("u")
+    element.text = value
+    return bool(_ANY_URI.validate(element))
 
 
 def _datestamp(text: str) -> tuple[datetime, datetime] | None:

@@ -383,3 +383,11 @@ def test_parse_raises_only_oai_errors(pairs: Pairs, known: frozenset[str] | None
 def test_parse_raises_only_oai_errors_on_any_text(pairs: Pairs) -> None:
     with contextlib.suppress(OAIError):
         parse_request(pairs)
+
+
+@pytest.mark.parametrize("identifier", [":", "%zz", "http://h/%"])
+def test_an_identifier_that_is_no_uri_is_bad_argument(identifier: str) -> None:
+    """identifierType is xs:anyURI: echoed in <request>, such a value made the response
+    schema-invalid (found by the fuzz: ``identifier=:``)."""
+    with pytest.raises(BadArgument, match="identifier"):
+        parse_request([("verb", "ListMetadataFormats"), ("identifier", identifier)])

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote_to_bytes
 
-from coop_common.xmltext import has_invalid
+from coop_common.xmltext import has_invalid, is_any_uri
 from server_module.oai.dates import DAY, DAY_SECONDS, Granularity, parse_datestamp
 from server_module.oai.errors import BadArgument, BadVerb, CannotDisseminateFormat, OAIError
 
@@ -234,6 +234,8 @@ def _check_value(name: str, value: str) -> None:
         raise BadArgument(f"Illegal metadataPrefix syntax: {_show(value)}")
     if name == "set" and not _SET_SPEC.fullmatch(value):
         raise BadArgument(f"Illegal setSpec syntax: {_show(value)}")
+    if name == "identifier" and not is_any_uri(value):
+        raise BadArgument(f"Illegal identifier syntax (not a URI): {_show(value)}")
 
 
 def _build(verb: str, values: Mapping[str, str], arguments: Pairs) -> OAIRequest:
