@@ -1,4 +1,4 @@
-"""Validation against the official schemas carried in ``tests/reference-schemas/`` (never the
+"""Validation against the official schemas carried in ``tests/official-schemas/`` (never the
 network; that folder's README names their sources): one lxml schema that imports OAI-PMH,
 oai_dc, MPEG-21 DIDL and the project's own schemas, so a ListRecords response is checked down
 to its metadata (``processContents`` is strict there)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 from lxml import etree
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = Path(__file__).resolve().parent / "reference-schemas"
+REFERENCE = Path(__file__).resolve().parent / "official-schemas"
 OWN = REPO / "schemas"
 IMPORTS = {
     "http://www.openarchives.org/OAI/2.0/": REFERENCE / "OAI-PMH.xsd",
