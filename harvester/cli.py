@@ -315,12 +315,13 @@ def _echo(data: Any, as_json: bool, text: str) -> None:
     default=Path("demo-out"),
     show_default=True,
 )
-def demo(out: Path) -> int:
+@_JSON
+def demo(out: Path, as_json: bool) -> int:
     """Run the main job end to end against a sample site on a local provider."""
     from harvester.demo import run_demo
 
     _log_to(None, quiet=True)
-    return run_demo(out)
+    return run_demo(out, as_json)
 
 
 def _log_to(path: Path | None, quiet: bool) -> None:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import socket
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -30,32 +32,38 @@ from harvester.summary import Summary
 MARKER = ".harvester-demo"
 
 
-def run_demo(out: Path) -> int:
+def run_demo(out: Path, as_json: bool = False) -> int:
+    """The demo; with ``as_json`` its story goes to stderr and stdout gets one JSON object."""
+    say = functools.partial(click.echo, err=as_json)
     out = out.resolve()
     _fresh(out)
     site = make_site(out / "site", pages=120, seed=1)
-    click.echo(f"1. generated a sample site of {len(site.public)} files in {site.root}")
+    say(f"1. generated a sample site of {len(site.public)} files in {site.root}")
     index = out / "provider-index.sqlite"
     with _Provider(site.root, index) as provider:
-        click.echo(f"2. the provider serves it at {provider.url} (OAI-PMH: {provider.url}/oai)")
+        say(f"2. the provider serves it at {provider.url} (OAI-PMH: {provider.url}/oai)")
         collection = out / "collection"
         time.sleep(2.1)  # so the incremental list's one-second overlap holds only the changes
         first = _harvest(provider.url, collection)
-        _report("3. first harvest", first)
+        _report("3. first harvest", first, say)
         time.sleep(1.1)  # the changes get a later datestamp than the first list's start
         changed = _change(site.root)
         _refresh(site.root, index, provider.url)
-        click.echo(f"4. changed the site: {', '.join(changed)}")
+        say(f"4. changed the site: {', '.join(changed)}")
         second = _harvest(provider.url, collection)
-        _report("   incremental harvest", second)
-    click.echo(f"5. WARC files:  {collection / 'warcs'}")
-    click.echo(f"   CDXJ index:  {collection / 'indexes' / 'index.cdxj'}")
-    click.echo(f"   DIDL export: harvester didl {collection} --to {out / 'didl'}")
-    click.echo(
+        _report("   incremental harvest", second, say)
+    say(f"5. WARC files:  {collection / 'warcs'}")
+    say(f"   CDXJ index:  {collection / 'indexes' / 'index.cdxj'}")
+    say(f"   DIDL export: harvester didl {collection} --to {out / 'didl'}")
+    say(
         "   replay:      pip install pywb && wb-manager init demo && "
         f"wb-manager add demo {collection / 'warcs'}/*.warc.gz && wayback"
     )
-    click.echo("6. provider stopped")
+    say("6. provider stopped")
+    if as_json:
+        result = {"collection": str(collection), "site_files": len(site.public)}
+        result |= {"initial": first.as_dict(), "incremental": second.as_dict()}
+        click.echo(json.dumps(result, sort_keys=True))
     return ExitCode.OK if second.coverage == 1.0 else ExitCode.PARTIAL
 
 
@@ -74,10 +82,10 @@ def _harvest(url: str, collection: Path) -> Summary:
     return build_harvest(settings).run()
 
 
-def _report(title: str, summary: Summary) -> None:
+def _report(title: str, summary: Summary, say: Callable[[str], None]) -> None:
     keys = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes", "seconds")
     data = summary.as_dict()
-    click.echo(f"{title}: " + json.dumps({k: data[k] for k in (*keys, "coverage")}))
+    say(f"{title}: " + json.dumps({k: data[k] for k in (*keys, "coverage")}))
 
 
 def _change(root: Path) -> list[str]:

@@ -6,6 +6,7 @@ real servers on loopback; nothing is mocked.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -174,3 +175,12 @@ def test_help_and_readme_document_every_exit_code() -> None:
     for code in ExitCode:
         assert f"{code.value} {code.meaning}" in " ".join(done.stdout.split()), code
         assert f"| {code.value} | {code.meaning} |" in section, code
+
+
+def test_demo_with_json_prints_one_object_and_tells_its_story_on_stderr(tmp_path: Path) -> None:
+    done = run("demo", "--out", str(tmp_path / "demo"), "--json")
+    assert done.returncode == ExitCode.OK, done.stderr
+    result = json.loads(done.stdout)
+    assert result["initial"]["fetched"] == result["site_files"] and result["initial"]["failed"] == 0
+    assert (result["incremental"]["fetched"], result["incremental"]["deleted"]) == (4, 1)
+    assert "1. generated a sample site" in done.stderr
