@@ -10,13 +10,21 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from harvester.exceptions import StateURLError
-from harvester.storage.postgres.state import SCHEME as POSTGRES
-from harvester.storage.postgres.state import open_postgres
 from harvester.storage.protocol import State
 from harvester.storage.sqlite.state import SCHEME as SQLITE
 from harvester.storage.sqlite.state import open_sqlite
 
-OPENERS: dict[str, Callable[[str], State]] = {SQLITE: open_sqlite, POSTGRES: open_postgres}
+POSTGRES = "postgresql"
+
+
+def _open_postgres(url: str) -> State:
+    """PostgreSQL's state; psycopg (0.12 s to import) is loaded only for such a URL."""
+    from harvester.storage.postgres.state import open_postgres
+
+    return open_postgres(url)
+
+
+OPENERS: dict[str, Callable[[str], State]] = {SQLITE: open_sqlite, POSTGRES: _open_postgres}
 FORMS = {SQLITE: "sqlite:///PATH", POSTGRES: "postgresql://USER@HOST/DB"}
 
 
