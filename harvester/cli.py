@@ -200,13 +200,17 @@ def didl(folders: tuple[Path, ...], folder: Path, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
+@click.option("--state", "state_url", help="A job's shared state (postgresql://…, sqlite:///…).")
 @_JSON
-def status(folders: tuple[Path, ...], as_json: bool) -> int:
+def status(folders: tuple[Path, ...], state_url: str | None, as_json: bool) -> int:
     """What the collections FOLDERS... hold, and how their last runs went."""
     from harvester.status import render
     from harvester.status import status as collection_status
+    from harvester.storage import check_state_url
 
-    found = collection_status(folders)
+    if state_url is not None:
+        check_state_url(state_url)
+    found = collection_status(folders, state_url)
     _echo(found, as_json, render(found))
     return ExitCode.OK
 

@@ -17,23 +17,45 @@ from pathlib import Path
 from typing import Any
 
 from harvester.collection import Collection
+from harvester.storage import open_state
 from harvester.storage.protocol import State
 
 LAST_RUNS = 5
+_PASSWORD = re.compile(r"^(\w+://[^:/@]+):[^@/]*@")
 _URL = re.compile(r"\w+://\S+?(?=:?(?:\s|$))")
 
 
-def status(folders: Sequence[Path]) -> dict[str, Any]:
-    """The status of each collection folder and their total."""
-    collections = [folder_status(Collection.at(folder)) for folder in folders]
+def status(folders: Sequence[Path], state_url: str | None = None) -> dict[str, Any]:
+    """The status of each collection folder and their total; with ``state_url`` (a job's
+    shared state, or one kept outside its folder) the resources are that state's, read once,
+    with each worker's captures, and the folders give the WARC files and runs."""
+    shared = state_url is not None
+    collections = [folder_status(Collection.at(folder), not shared) for folder in folders]
     total: Counter[str] = Counter()
     for one in collections:
         total.update(one["resources"])
         total.update({"warc_files": one["warcs"]["files"], "warc_bytes": one["warcs"]["bytes"]})
-    return {"collections": collections, "total": dict(sorted(total.items()))}
+    result: dict[str, Any] = {"collections": collections}
+    if state_url is not None:
+        result["job"] = job_status(state_url)
+        total.update(result["job"]["resources"])
+    result["total"] = dict(sorted(total.items()))
+    return result
 
 
-def folder_status(collection: Collection) -> dict[str, Any]:
+def job_status(state_url: str) -> dict[str, Any]:
+    """What a state holds, whichever folders its workers wrote into."""
+    shown = _PASSWORD.sub(r"\1:***@", state_url)  # never print a password
+    job: dict[str, Any] = {"state": shown, "resources": {}, "failures": {}, "sites": []}
+    with open_state(state_url) as state:
+        _read_state(state, job)
+        job["workers"] = {
+            site["site"]: state.captures_by_worker(site["site"]) for site in job["sites"]
+        }
+    return job
+
+
+def folder_status(collection: Collection, read_state: bool = True) -> dict[str, Any]:
     warcs = collection.warcs()
     runs = collection.runs.runs()
     result: dict[str, Any] = {
@@ -48,9 +70,10 @@ def folder_status(collection: Collection) -> dict[str, Any]:
         },
         "runs": [asdict(run) for run in runs[-LAST_RUNS:]],
     }
-    with collection.state() as state:
-        if state is not None:
-            _read_state(state, result)
+    if read_state:
+        with collection.state() as state:
+            if state is not None:
+                _read_state(state, result)
     last = runs[-1].counts if runs else {}
     result["resources"]["unchanged_last_run"] = int(last.get("unchanged", 0))
     return result
@@ -111,7 +134,13 @@ def render(report: dict[str, Any]) -> str:
     lines: list[str] = []
     for one in report["collections"]:
         lines += _render_one(one)
-    if len(report["collections"]) > 1:
+    if "job" in report:
+        job = report["job"]
+        lines.append(f"job {job['state']}: " + _pairs(job["resources"]))
+        lines += [f"  failed {n}: {cause}" for cause, n in job["failures"].items()]
+        for site, workers in job["workers"].items():
+            lines.append(f"  site {site}: " + _pairs({w or "-": n for w, n in workers.items()}))
+    if len(report["collections"]) > 1 or "job" in report:
         lines.append("total: " + _pairs(report["total"]))
     return "\n".join(lines)
 

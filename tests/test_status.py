@@ -11,7 +11,9 @@ import pytest
 
 from coop_common.exitcode import ExitCode
 from harvester.cli import main
+from harvester.storage import open_state
 from tests.harvested import Harvested, harvested
+from tests.pgcluster import PGCluster
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +102,31 @@ def test_didl_exports_the_records_of_several_folders(
     # the same records twice: the same files, each written once
     assert json.loads(capsys.readouterr().out)["didl"] == 2 * len(collection.site.public)
     assert len(list(to.iterdir())) == len(collection.site.public)
+
+
+def test_a_state_kept_elsewhere_is_read_with_state(
+    collection: Harvested, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A job's state need not be in its folders (``--state``, scale-out's PostgreSQL):
+    ``status --state`` reads it once and the folders give their WARC files and runs."""
+    copy = collection.copy(tmp_path / "copy")
+    elsewhere = tmp_path / "job.sqlite"
+    (copy / "state.sqlite").rename(elsewhere)
+    assert main(["status", str(copy), "--state", f"sqlite:///{elsewhere}", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    public = len(collection.site.public)
+    assert found["job"]["resources"] == {"archived": public}
+    assert found["job"]["workers"] == {collection.url + "/": {"": public}}
+    assert found["total"]["archived"] == public and found["total"]["warc_files"] >= 1
+
+
+def test_status_reads_a_postgresql_job(
+    pg_cluster: PGCluster, collection: Harvested, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = pg_cluster.new_database()
+    site = "http://127.0.0.2:9/"
+    with open_state(url) as state:
+        state.add_pending(site, [site + "a", site + "b"])
+    assert main(["status", str(collection.out), "--state", url]) == ExitCode.OK
+    text = capsys.readouterr().out
+    assert f"job {url}: pending=2" in text and "total: " in text
