@@ -26,6 +26,7 @@ from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer
 from harvester.archive.repair import verify_warc
 from harvester.cli import main
 from harvester.records.itemdidl import LinkedCapture, item_didl
+from tests.pgcluster import PGCluster
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_wsgi
 from tests.test_harvest import records as warc_records
@@ -389,3 +390,16 @@ def test_linked_none_builds_records_in_a_second_process_incrementally(
     with sqlite3.connect(out / "state.sqlite") as db:
         rows = db.execute("SELECT status, COUNT(*) FROM items GROUP BY status").fetchall()
     assert sorted(rows) == [("archived", 11), ("deleted", 1)]
+
+
+def test_records_mode_on_a_postgresql_state_and_again_incrementally(
+    pg_cluster: PGCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Repository ingest keeps its items in the state of either backend (issue 16: every
+    mode works on both)."""
+    state = pg_cluster.new_database()
+    with start() as server:
+        code, first = ingest(server, tmp_path / "c", capsys, "--linked", "none", "--state", state)
+        again, second = ingest(server, tmp_path / "c", capsys, "--linked", "none", "--state", state)
+    assert code == 0 and first["records"] == 12 and len(item_didls(tmp_path / "c")) == 12
+    assert again == 0 and second["records"] == 0
