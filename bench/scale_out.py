@@ -27,11 +27,9 @@ import urllib.request
 from collections import Counter
 from pathlib import Path
 
-from warcio.archiveiterator import ArchiveIterator
-
 from bench.harness import Report
 from harvester.storage import open_state
-from tests.multihost import most_at_once, start_web, synthetic_web
+from tests.multihost import captures, most_at_once, start_web, synthetic_web
 from tests.pgcluster import PGCluster
 from tests.servers import RunningServer
 
@@ -106,17 +104,7 @@ def _crawl(
     seconds = time.monotonic() - started
     after = [s[skip:] for s, skip in zip(_spans(servers), before, strict=True)]
     first = min(span[0] for spans in after for span in spans) - wall
-    return seconds, first, _responses(out), max(most_at_once(s) for s in after)
-
-
-def _responses(out: Path) -> Counter[str]:
-    seen: Counter[str] = Counter()
-    for path in sorted((out / "warcs").glob("*.warc.gz")):
-        with path.open("rb") as fh:
-            for record in ArchiveIterator(fh):
-                if record.rec_type in ("response", "revisit"):
-                    seen[record.rec_headers.get_header("WARC-Target-URI")] += 1
-    return seen
+    return seconds, first, captures(out), max(most_at_once(s) for s in after)
 
 
 def _killed(servers: list[RunningServer], cluster: PGCluster, out: Path,
@@ -147,7 +135,7 @@ def _killed(servers: list[RunningServer], cluster: PGCluster, out: Path,
         reclaim = time.monotonic() - killed
     procs["b"].wait(timeout=900)
     heir.wait(timeout=900)
-    seen = _responses(out)
+    seen = captures(out)
     report.notes.append(
         f"SIGKILL of 1 of 2 workers after {pages // 3} pages (--lease {args.lease:g} s): "
         f"{len(dead)} hosts held by it, reclaimed {reclaim:.2f} s after the kill; "

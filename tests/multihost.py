@@ -34,11 +34,15 @@ import threading
 import time
 import urllib.request
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import accumulate
+from pathlib import Path
 from typing import Any
+
+from warcio.archiveiterator import ArchiveIterator
 
 from tests.servers import RunningServer, start_wsgi
 
@@ -267,6 +271,17 @@ def _spanned(
 ) -> Iterator[bytes]:
     yield from chunks
     spans.append((arrival, time.time()))
+
+
+def captures(out: Path) -> Counter[str]:
+    """How many response (or revisit) records each URL has, over every worker's WARC files."""
+    seen: Counter[str] = Counter()
+    for path in sorted((out / "warcs").glob("*.warc.gz")):
+        with path.open("rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type in ("response", "revisit"):
+                    seen[record.rec_headers.get_header("WARC-Target-URI")] += 1
+    return seen
 
 
 def most_at_once(spans: Sequence[Sequence[float]]) -> int:

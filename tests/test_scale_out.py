@@ -11,19 +11,17 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
 from coop_common.exitcode import ExitCode
 from harvester.crawl.leasing import HostLeasing
 from harvester.exceptions import LeaseLost
 from harvester.storage import open_state
 from harvester.storage.protocol import State
-from tests.multihost import most_at_once, start_web
+from tests.multihost import captures, most_at_once, start_web
 from tests.pgcluster import PGCluster
 from tests.servers import RunningServer
 
@@ -61,17 +59,6 @@ def _command(web: list[RunningServer], out: Path, state: str, *extra: str) -> li
     ]  # fmt: skip
 
 
-def _responses(out: Path) -> Counter[str]:
-    """How many response records each URL has, over every worker's WARC files."""
-    seen: Counter[str] = Counter()
-    for path in sorted((out / "warcs").glob("*.warc.gz")):
-        with path.open("rb") as fh:
-            for record in ArchiveIterator(fh):
-                if record.rec_type in ("response", "revisit"):
-                    seen[record.rec_headers.get_header("WARC-Target-URI")] += 1
-    return seen
-
-
 def _spans(server: RunningServer) -> list[list[float]]:
     with urllib.request.urlopen(server.url + "/_spans", timeout=10) as response:
         spans: list[list[float]] = json.loads(response.read())
@@ -88,7 +75,7 @@ def test_workers_share_a_crawl_each_page_once_one_request_per_host(
         [*_command(web, out, state), "--workers", "3"], capture_output=True, text=True, timeout=240
     )
     assert done.returncode == ExitCode.OK, done.stderr
-    seen = _responses(out)
+    seen = captures(out)
     assert len(seen) == PAGES * len(HOSTS) and set(seen.values()) == {1}  # none twice, none lost
     for server, skip in zip(web, before, strict=True):
         assert most_at_once(_spans(server)[skip:]) == 1  # across all workers, at the server
@@ -125,7 +112,7 @@ def test_a_sigkilled_workers_hosts_are_reclaimed_after_its_lease(
     )  # fmt: skip
     assert done.returncode == ExitCode.OK, done.stderr
     assert time.monotonic() - started >= 1.0  # it had to wait for the leases to expire
-    seen = _responses(out)
+    seen = captures(out)
     assert len(seen) == PAGES * len(HOSTS)  # nothing lost
     assert sum(seen.values()) - len(seen) <= len(HOSTS)  # at most what was in flight, again
 
