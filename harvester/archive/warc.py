@@ -212,16 +212,16 @@ class RotatingWARCWriter(RecordFactory, Component):
         if not records:
             return []
         current = self._file_for_group()
-        locations = []
+        locations, name = [], current.name
         with self._group(current):
             offset = current.fh.tell()
             for n, (record_id, date, member) in enumerate(records):
                 current.fh.write(member)
                 head = captures[n] if n < len(captures) else None
-                line = head and capture_line(head, current.name, offset, len(member))
+                line = head and capture_line(head, name, offset, len(member))
                 if line:
                     current.captures.append(line)
-                locations.append(RecordLocation(record_id, current.name, offset, len(member), date))
+                locations.append(RecordLocation(record_id, name, offset, len(member), date))
                 offset += len(member)
         return locations
 

@@ -3,13 +3,14 @@
 With ``--linked none`` an item's DIDL record needs nothing but what the state already holds
 (its header and formats), so making its text, digest and gzip member (about half of records
 mode's CPU per item) can run on another core. :class:`DidlBuilder` starts one child process
-(``python -m harvester.records.didlbuilder``: not :mod:`multiprocessing`'s spawn, which
-would run the parent's main script again, nor a fork of a threaded process) and sends it,
-over its stdin and stdout, one page's items at a time, with their record IDs and dates from
-the writer; it answers with each record's gzip member, in order. The parent writes them as one group
-and settles the items as before: an item stays ``pending`` in the state until its record is
-written, so a killed run finishes it on the next one. The child ends when its pipe closes
-(the parent closed it, or died).
+(``python -m harvester.records.didlbuilder``: not :mod:`multiprocessing`'s spawn, which would
+run the parent's main script again, nor a fork of a threaded process) and sends it, over its
+stdin and stdout, one page's items at a time, as plain tuples (cheap to pickle); it answers
+with each record's ID, date and gzip member, in order: the child draws the record IDs (random
+UUIDs, like the writer's) and one WARC-Date for the page's records. The parent writes them as
+one group and settles the items as before: an item stays ``pending`` in the state until its
+record is written, so a killed run finishes it on the next one. The child ends when its pipe
+closes (the parent closed it, or died).
 """
 
 from __future__ import annotations
@@ -19,25 +20,23 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 
 from harvester.archive.didl import OaiHeaderInfo, Provenance, deletion_didl
 from harvester.archive.metarecord import metadata_member
+from harvester.archive.records import _warc_date
+from harvester.clock import utcnow
 from harvester.records.itemdidl import item_didl
 
 log = logging.getLogger(__name__)
+_VARIANT = "89ab"  # RFC 9562's variant bits, 10, then two random bits
 
 
-@dataclass(frozen=True)
-class ItemJob:
-    """One item's record to make: its OAI header, formats, and WARC-Record-ID and date."""
-
-    oai: OaiHeaderInfo
-    formats: list[tuple[str, bytes]]
-    record_id: str
-    warc_date: str
+# One item: identifier, datestamp, sets, deleted, and its formats (prefix, metadata XML).
+Job = tuple[str, str, tuple[str, ...], bool, list[tuple[str, bytes]]]
+# One record made: WARC-Record-ID, WARC-Date and the gzip member.
+Built = tuple[str, str, bytes]
 
 
 class DidlBuilder:
@@ -53,17 +52,18 @@ class DidlBuilder:
         self._process.stdout.close()
         self._waiting = False
 
-    def send(self, provenance: Provenance, jobs: Sequence[ItemJob]) -> None:
-        """Hand over one group's items; :meth:`receive` must come before the next send."""
+    def send(self, provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> None:
+        """Hand over one group's items, listed from ``endpoint``; :meth:`receive` must come
+        before the next send."""
         assert not self._waiting, "receive the last group first"
-        self._out.send((provenance, list(jobs)))
+        self._out.send((provenance, endpoint, list(jobs)))
         self._waiting = True
 
-    def receive(self) -> list[bytes]:
-        """The gzip members of the group sent last, in its order."""
+    def receive(self) -> list[Built]:
+        """The records of the group sent last, in its order."""
         self._waiting = False
-        members: list[bytes] = self._in.recv()
-        return members
+        built: list[Built] = self._in.recv()
+        return built
 
     def close(self) -> None:
         """Close the pipe; the child then ends."""
@@ -81,21 +81,47 @@ def serve(incoming: Connection, outgoing: Connection) -> None:
     """The child: build each group received until the pipe closes."""
     while True:
         try:
-            provenance, jobs = incoming.recv()
+            provenance, endpoint, jobs = incoming.recv()
         except (EOFError, OSError):
             return
-        outgoing.send([_member(job, provenance) for job in jobs])
+        outgoing.send(build(provenance, endpoint, jobs))
 
 
-def _member(job: ItemJob, provenance: Provenance) -> bytes:
-    if job.oai.deleted:
+def build(provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> list[Built]:
+    """Each item's record, with a new record ID; the group's records share one WARC-Date,
+    the moment they were made."""
+    date = _warc_date(utcnow())
+    return [
+        (record_id, date, metadata_member(_didl(job, endpoint, provenance), record_id, date))
+        for job, record_id in zip(jobs, record_ids(len(jobs)), strict=True)
+    ]
+
+
+def record_ids(count: int) -> list[str]:
+    """``count`` new WARC-Record-IDs, random (version 4) UUID URNs, as uuid4 makes them
+    but from one read of the system's randomness.
+
+    >>> import uuid; uuid.UUID(record_ids(1)[0][10:-1]).version
+    4
+    """
+    raw = os.urandom(16 * count).hex()
+    ids = []
+    for start in range(0, 32 * count, 32):
+        h = raw[start : start + 32]
+        variant = _VARIANT[int(h[16], 16) & 3]
+        ids.append(f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}>")
+    return ids
+
+
+def _didl(job: Job, endpoint: str | None, provenance: Provenance) -> bytes:
+    identifier, datestamp, specs, deleted, formats = job
+    oai = OaiHeaderInfo(identifier, datestamp, specs, endpoint, deleted=deleted)
+    if deleted:
         now = datetime.now(UTC)
-        didl = deletion_didl(
-            job.oai.identifier, observed=now, oai=job.oai, provenance=provenance, previous=None
+        return deletion_didl(
+            identifier, observed=now, oai=oai, provenance=provenance, previous=None
         )
-    else:
-        didl = item_didl(job.oai, job.formats, [], provenance)
-    return metadata_member(didl, job.record_id, job.warc_date)
+    return item_didl(oai, formats, [], provenance)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ from harvester.exceptions import HarvestError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import oai_limits
-from harvester.oai import EndpointInfo, OAIClient, RawRecord
-from harvester.records.didlbuilder import DidlBuilder, ItemJob
+from harvester.oai import EndpointInfo, OAIClient
+from harvester.records.didlbuilder import DidlBuilder
 from harvester.records.itemdidl import LinkedCapture, item_didl
 from harvester.records.landing import page_links, signposting
 from harvester.records.links import LANDING, Link, record_links
@@ -52,11 +52,12 @@ FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange,
 
 
 @dataclass(frozen=True)
-class Sent:
-    """Items whose DIDL records the builder is making, with their record IDs and dates."""
+class Stored:
+    """A page's items that are new, changed or deleted, and the metadata of the new ones
+    (all the formats they have: the state holds nothing else of them)."""
 
     items: list[Item]
-    stamps: list[tuple[str, str]]
+    fresh: dict[str, bytes]
 
 
 @dataclass
@@ -138,7 +139,7 @@ class Ingest:
             from_ = lister.from_date(position.harvested_until)
             self.state.lists.start(key, from_)
         outcome = ListOutcome()
-        sent: Sent | None = None
+        sent: list[Item] | None = None
         try:
             for page in lister.pages(key, from_, token, outcome):
                 if self._builder is not None:
@@ -147,11 +148,11 @@ class Ingest:
                     # listed again on this page is never settled by the older version.
                     last, sent = sent, None
                     self._write_built(last)
-                    sent = self._send(self._builder, self._store(key, page))
+                    sent = self._send(self._builder, key, self._store(key, page))
                     continue
                 changed = self._store(key, page)
                 if settle:
-                    await self._settle(changed)
+                    await self._settle(changed.items)
         except HarvestError as exc:
             log.error("%s", exc)
             self.summary.errors.append(str(exc))
@@ -164,21 +165,27 @@ class Ingest:
             self.state.lists.finish(key)
         return outcome.complete
 
-    def _store(self, key: ListKey, page: RecordsPage) -> list[Item]:
+    def _store(self, key: ListKey, page: RecordsPage) -> Stored:
         """The page's records and the list's position, in one transaction; the items that
         are new, changed or deleted."""
         headers = [record.header for record in page.records]
         with self.state.transaction():
             outcomes = self.items.note_page(
-                key.endpoint, key.prefix, [(r.header, _xml(r)) for r in page.records]
+                key.endpoint, key.prefix, list(zip(headers, page.metadata, strict=True))
             )
             self.state.lists.page(key, page.token, page.response_date)
         self.summary.listed += len(page.records)
-        return [
-            Item(h.identifier, h.datestamp, h.set_specs, _STATUS[outcome], None)
-            for h, outcome in zip(headers, outcomes, strict=True)
-            if outcome != "unchanged"
-        ]
+        items, fresh = [], {}
+        for header, xml, outcome in zip(headers, page.metadata, outcomes, strict=True):
+            if outcome == "unchanged":
+                continue
+            status = _STATUS[outcome]
+            items.append(Item(header.identifier, header.datestamp, header.set_specs, status, None))
+            if outcome == "new":
+                fresh[header.identifier] = xml
+            else:  # listed twice on the page: the state holds the later version
+                fresh.pop(header.identifier, None)
+        return Stored(items, fresh)
 
     # -- settling items ------------------------------------------------------------------
 
@@ -204,31 +211,41 @@ class Ingest:
                     ],
                 )
 
-    def _send(self, builder: DidlBuilder, items: list[Item]) -> Sent | None:
-        """Hand the items' DIDL records to the builder, with their record IDs and dates."""
+    def _send(self, builder: DidlBuilder, key: ListKey, stored: Stored) -> list[Item] | None:
+        """Hand the items' DIDL records to the builder: a new item's formats are the one
+        just listed, the others' are read from the state."""
+        items = stored.items
         if not items:
             return None
-        formats = self.items.formats_of(self.endpoint.endpoint, [i.identifier for i in items])
-        stamps = self.recorder.writer.stamps(len(items))
+        fresh = stored.fresh
+        others = [item.identifier for item in items if item.identifier not in fresh]
+        formats = self.items.formats_of(self.endpoint.endpoint, others) if others else {}
+        for identifier, xml in fresh.items():
+            formats.setdefault(identifier, [(key.prefix, xml)])
         jobs = [
-            ItemJob(self._oai(item), formats.get(item.identifier, []), record_id, date)
-            for item, (record_id, date) in zip(items, stamps, strict=True)
+            (
+                item.identifier,
+                item.datestamp,
+                item.set_specs,
+                item.status == "deleting",
+                formats.get(item.identifier, []),
+            )
+            for item in items
         ]
-        builder.send(self.recorder.provenance(), jobs)
-        return Sent(items, stamps)
+        builder.send(self.recorder.provenance(), self.endpoint.endpoint, jobs)
+        return items
 
-    def _write_built(self, sent: Sent | None) -> None:
+    def _write_built(self, sent: list[Item] | None) -> None:
         """Write the records the builder made of ``sent`` as one group, then settle the
         items, in one state commit."""
         if sent is None or self._builder is None:
             return
-        members = self._builder.receive()
-        built = [(rid, date, m) for (rid, date), m in zip(sent.stamps, members, strict=True)]
+        built = self._builder.receive()
         with self.recorder.writer.one_file(), self.state.batch():
             written = self.recorder.writer.write_members(built)
             settled = [
                 (item.identifier, "deleted" if item.status == "deleting" else "archived", at)
-                for item, at in zip(sent.items, written, strict=True)
+                for item, at in zip(sent, written, strict=True)
             ]
             self.items.settle_many(
                 self.endpoint.endpoint, [(i, s, at.record_id) for i, s, at in settled]
@@ -340,13 +357,6 @@ class Ingest:
         if "html" in (result.header("Content-Type") or "").lower():
             links += page_links(result.body, result.url)
         return [(link.kind, link.url) for link in links if link.url != result.url]
-
-
-def _xml(record: RawRecord) -> bytes:
-    metadata = record.metadata
-    if metadata is None:
-        return b""
-    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
 
 
 def _capture(res: Resource, record_type: str, mime: str | None) -> LinkedCapture:

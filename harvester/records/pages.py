@@ -1,13 +1,14 @@
 """One ListRecords page (OAI-PMH §4.5), read so that one broken record spoils only itself.
 
-The page's bytes are archived as received before they are read here; this module only reads
-them. A page that is well-formed is parsed once by the hardened parser of
-:mod:`harvester.oaihttp`. One that is not is *salvaged*: the ``<record>`` elements are cut out
-of the text by their tags (nested ``record`` elements of MARCXML counted), each is tried alone
-between the page's head and tail, and the page is parsed again without the ones that fail.
-Those are reported, with their identifier when one can be read; the envelope, the token and
-every other record are used as usual. A record whose header has no identifier or a bad
-datestamp is reported the same way. ``<error>`` raises the harvester's exception of that code.
+The page's bytes are archived as received before what is read here is used; this module only
+reads them, each record's metadata serialised as the state keeps it. A page that is well-formed
+is parsed once by the hardened parser of :mod:`harvester.oaihttp`. One that is not is
+*salvaged*: the ``<record>`` elements are cut out of the text by their tags (nested ``record``
+elements of MARCXML counted), each is tried alone between the page's head and tail, and the
+page is parsed again without the ones that fail. Those are reported, with their identifier when
+one can be read; the envelope, the token and every other record are used as usual. A record
+whose header has no identifier or a bad datestamp is reported the same way. ``<error>`` raises
+the harvester's exception of that code.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class RecordsPage:
     """The usable records of one page, what was wrong with the others, and the list's state."""
 
     records: tuple[RawRecord, ...]
+    metadata: tuple[bytes, ...]  # each record's metadata as UTF-8 XML, b"" if none
     broken: tuple[str, ...]  # one line per record left out, naming the page's URL
     response_date: str
     token: str | None
@@ -56,7 +58,8 @@ def read_page(content: bytes, url: str) -> RecordsPage:
         except ProtocolError as exc:
             broken.append(str(exc))
     token, size = _resumption(root, url)
-    return RecordsPage(tuple(records), tuple(broken), date, token, size)
+    metadata = tuple(_xml(record) for record in records)
+    return RecordsPage(tuple(records), metadata, tuple(broken), date, token, size)
 
 
 def _header(record: etree._Element, url: str) -> ListedHeader:
@@ -74,6 +77,13 @@ def _header(record: etree._Element, url: str) -> ListedHeader:
     found = (s.text or "" for s in element.iterfind(_OAI + "setSpec"))
     specs = tuple(s.strip() for s in found if s.strip())
     return ListedHeader(identifier, datestamp, specs, element.get("status") == "deleted")
+
+
+def _xml(record: RawRecord) -> bytes:
+    metadata = record.metadata
+    if metadata is None:
+        return b""
+    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
 
 
 @lru_cache(maxsize=4096)
