@@ -28,9 +28,9 @@ from harvester.archive.metarecord import metadata_member
 from harvester.archive.records import _warc_date
 from harvester.clock import utcnow
 from harvester.records.itemdidl import item_didl
+from harvester.records.randomids import uuid4_texts
 
 log = logging.getLogger(__name__)
-_VARIANT = "89ab"  # RFC 9562's variant bits, 10, then two random bits
 
 
 # One item: identifier, datestamp, sets, deleted, and its formats (prefix, metadata XML).
@@ -98,19 +98,8 @@ def build(provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> 
 
 
 def record_ids(count: int) -> list[str]:
-    """``count`` new WARC-Record-IDs, random (version 4) UUID URNs, as uuid4 makes them
-    but from one read of the system's randomness.
-
-    >>> import uuid; uuid.UUID(record_ids(1)[0][10:-1]).version
-    4
-    """
-    raw = os.urandom(16 * count).hex()
-    ids = []
-    for start in range(0, 32 * count, 32):
-        h = raw[start : start + 32]
-        variant = _VARIANT[int(h[16], 16) & 3]
-        ids.append(f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}>")
-    return ids
+    """``count`` new WARC-Record-IDs: random UUID URNs in angle brackets."""
+    return [f"<urn:uuid:{text}>" for text in uuid4_texts(count)]
 
 
 def _didl(job: Job, endpoint: str | None, provenance: Provenance) -> bytes:

@@ -25,6 +25,7 @@ from harvester.oaidates import parse_oai_datestamp
 from harvester.oaihttp import OAI_NS, check_envelope, parse_oai_xml
 
 _OAI = "{" + OAI_NS + "}"
+_IDENTIFIER_TAG, _DATESTAMP, _SET_SPEC = (_OAI + t for t in ("identifier", "datestamp", "setSpec"))
 _RECORD_TAG = re.compile(rb"<(/?)((?:[A-Za-z_][\w.-]*:)?record)(?=[\s/>])")
 _IDENTIFIER = re.compile(rb"<(?:[\w.-]+:)?identifier>([^<]{1,300})</(?:[\w.-]+:)?identifier>")
 
@@ -66,15 +67,13 @@ def _header(record: etree._Element, url: str) -> ListedHeader:
     element = record.find(_OAI + "header")
     if element is None:
         raise ProtocolError(f"{url}: a <record> without <header>")
-    identifier = (element.findtext(_OAI + "identifier") or "").strip()
-    datestamp = (element.findtext(_OAI + "datestamp") or "").strip()
+    identifier, datestamp, found = _fields(element)
     if not identifier:
         raise ProtocolError(f"{url}: a <header> without <identifier>")
     try:
         _check_datestamp(datestamp)
     except ProtocolError as exc:
         raise ProtocolError(f"{url}: record {identifier!r}: {exc}") from None
-    found = (s.text or "" for s in element.iterfind(_OAI + "setSpec"))
     specs = tuple(s.strip() for s in found if s.strip())
     return ListedHeader(identifier, datestamp, specs, element.get("status") == "deleted")
 
@@ -84,6 +83,22 @@ def _xml(record: RawRecord) -> bytes:
     if metadata is None:
         return b""
     return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
+
+
+def _fields(header: etree._Element) -> tuple[str, str, list[str]]:
+    """The first identifier and datestamp (stripped, "" when absent) and every setSpec of a
+    header, in one pass over its children."""
+    identifier = datestamp = None
+    specs = []
+    for child in header:
+        tag = child.tag
+        if tag == _SET_SPEC:
+            specs.append(child.text or "")
+        elif tag == _IDENTIFIER_TAG and identifier is None:
+            identifier = child.text or ""
+        elif tag == _DATESTAMP and datestamp is None:
+            datestamp = child.text or ""
+    return (identifier or "").strip(), (datestamp or "").strip(), specs
 
 
 @lru_cache(maxsize=4096)
