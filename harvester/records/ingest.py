@@ -8,11 +8,11 @@ URLs its metadata names (:mod:`.links`) that are in scope (:mod:`.scope`) are fe
 the harvest's one fetch step (robots.txt, ``--delay``, per-host limits, conditional GET,
 revisit records when unchanged); with ``--linked files``, each landing page's
 ``citation_pdf_url`` and Signposting targets (:mod:`.landing`) too. Last, the item's DIDL
-record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted
-item gets a deletion note. Items settle after every page when one format is listed, else
-after every list is read, so each record holds all formats. With ``--linked none`` and one
-format, a page's records are made by :mod:`.didlbuilder`'s second process while the next
-page is listed and stored. Unchanged items are not touched.
+record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted item
+gets a deletion note. Items settle after every page when one format is listed, else after every
+list is read, so each record holds all formats. With ``--linked none`` and one format, a page's
+records are made by one of :mod:`.didlbuilder`'s processes while the next pages are listed and
+stored. Unchanged items are not touched.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient
-from harvester.records.didlbuilder import DidlBuilder
+from harvester.records.didlbuilder import DidlBuilders
 from harvester.records.itemdidl import LinkedCapture, item_didl
 from harvester.records.landing import page_links, signposting
 from harvester.records.links import LANDING, Link, record_links
@@ -46,6 +46,7 @@ from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run
+BUILDERS = 2  # processes making the DIDL records with --linked none: the run's widest stage
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 _STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
 FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
@@ -79,7 +80,7 @@ class Ingest:
         # a shared data set) is fetched once per run, not once per item.
         self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
         self.started = datetime.now(UTC).timestamp()
-        self._builder: DidlBuilder | None = None
+        self._builder: DidlBuilders | None = None
 
     async def run(self) -> None:
         """List every list, settle every item; raise HarvestError if nothing was archived
@@ -91,7 +92,7 @@ class Ingest:
         try:
             # Without linked resources, a page's DIDL records are made on another core.
             if single and self.settings.linked == "none":
-                self._builder = DidlBuilder()
+                self._builder = DidlBuilders(BUILDERS)
             for key in keys:
                 if await self._list(lister, key, settle=single):
                     done.append(key)
@@ -139,16 +140,16 @@ class Ingest:
             from_ = lister.from_date(position.harvested_until)
             self.state.lists.start(key, from_)
         outcome = ListOutcome()
-        sent: list[Item] | None = None
+        building: list[list[Item]] = []  # groups the builders make, oldest first
         try:
             for page in lister.pages(key, from_, token, outcome):
                 if self._builder is not None:
-                    # The last page's records, built while this page was fetched and read,
-                    # are written and settled before this page's items are stored: an item
-                    # listed again on this page is never settled by the older version.
-                    last, sent = sent, None
-                    self._write_built(last)
-                    sent = self._send(self._builder, key, self._store(key, page))
+                    # This page goes to a builder before the older pages' records are
+                    # written, so no builder waits for the state.
+                    group = self._send(self._builder, key, self._store(key, page))
+                    building += [group] if group else []
+                    while len(building) > self._builder.size:
+                        self._write_built(building.pop(0), newer=building)
                     continue
                 changed = self._store(key, page)
                 if settle:
@@ -158,7 +159,8 @@ class Ingest:
             self.summary.errors.append(str(exc))
             self.summary.lists_failed += 1
         finally:
-            self._write_built(sent)
+            while building:
+                self._write_built(building.pop(0), newer=building)
             self.summary.broken += len(outcome.broken)
             self.summary.errors += outcome.broken
         if outcome.complete:
@@ -211,7 +213,7 @@ class Ingest:
                     ],
                 )
 
-    def _send(self, builder: DidlBuilder, key: ListKey, stored: Stored) -> list[Item] | None:
+    def _send(self, builder: DidlBuilders, key: ListKey, stored: Stored) -> list[Item] | None:
         """Hand the items' DIDL records to the builder: a new item's formats are the one
         just listed, the others' are read from the state."""
         items = stored.items
@@ -235,12 +237,13 @@ class Ingest:
         builder.send(self.recorder.provenance(), self.endpoint.endpoint, jobs)
         return items
 
-    def _write_built(self, sent: list[Item] | None) -> None:
+    def _write_built(self, sent: list[Item], newer: list[list[Item]]) -> None:
         """Write the records the builder made of ``sent`` as one group, then settle the
-        items, in one state commit."""
-        if sent is None or self._builder is None:
-            return
+        items, in one state commit; an item stored again since, in a ``newer`` group, is
+        left for that group's record (the state holds the newer version)."""
+        assert self._builder is not None
         built = self._builder.receive()
+        again = {item.identifier for group in newer for item in group}
         with self.recorder.writer.one_file(), self.state.batch():
             written = self.recorder.writer.write_members(built)
             settled = [
@@ -248,7 +251,8 @@ class Ingest:
                 for item, at in zip(sent, written, strict=True)
             ]
             self.items.settle_many(
-                self.endpoint.endpoint, [(i, s, at.record_id) for i, s, at in settled]
+                self.endpoint.endpoint,
+                [(i, s, at.record_id) for i, s, at in settled if i not in again],
             )
         deleted = sum(status == "deleted" for _i, status, _at in settled)
         self.summary.deleted += deleted
