@@ -25,6 +25,7 @@ from harvester.oaidates import parse_oai_datestamp
 from harvester.oaihttp import OAI_NS, check_envelope, parse_oai_xml
 
 _OAI = "{" + OAI_NS + "}"
+_METADATA = _OAI + "metadata"
 _IDENTIFIER_TAG, _DATESTAMP, _SET_SPEC = (_OAI + t for t in ("identifier", "datestamp", "setSpec"))
 _RECORD_TAG = re.compile(rb"<(/?)((?:[A-Za-z_][\w.-]*:)?record)(?=[\s/>])")
 _IDENTIFIER = re.compile(rb"<(?:[\w.-]+:)?identifier>([^<]{1,300})</(?:[\w.-]+:)?identifier>")
@@ -79,7 +80,16 @@ def _header(record: etree._Element, url: str) -> ListedHeader:
 
 
 def _xml(record: RawRecord) -> bytes:
-    metadata = record.metadata
+    """The record's metadata (:attr:`RawRecord.metadata`, found without a path's set-up) as
+    UTF-8 XML; b"" for none."""
+    metadata = next(
+        (
+            found
+            for part in record.element.iterchildren(_METADATA)
+            for found in part.iterchildren("*")
+        ),
+        None,
+    )
     if metadata is None:
         return b""
     return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
