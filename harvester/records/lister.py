@@ -196,8 +196,8 @@ class RecordLister:
 
 class _Session(requests.Session):
     """A session that reads the environment (proxies, ``REQUESTS_CA_BUNDLE``) once per
-    origin: requests reads ``os.environ`` again for every request, a fifth of the CPU a
-    list page's request costs. The environment is taken not to change during a run."""
+    origin: requests reads ``os.environ`` again for every request, about a third of the CPU
+    it spends on a list page's request. The environment is taken not to change during a run."""
 
     def __init__(self) -> None:
         super().__init__()
