@@ -4,15 +4,19 @@ A repository of N records with ``oai:`` identifiers (:func:`repository`, 100 rec
 served from one process on loopback) is listed twice, alternately: by ``harvester harvest
 URL --mode records --linked none`` (every page archived in WARC, one DIDL record per item,
 the state kept) and by ``oaipmh-scythe`` writing every record's XML to one file. Both wait on
-the same server. Reported: records/s and peak RSS of each, at N and at N/10 (flat in the
-list's length is the goal).
+the same server. Each pair runs ``REPEATS`` times, alternately, at N/10 and at N; reported
+are the medians of records/s, peak RSS and CPU seconds (user and system, the child's own and
+its waited-for children's: our DIDL builders) per 10,000 records, the ratio of the medians,
+and the load average before each size (other work on the machine moves records/s, and CPU
+seconds less).
 
-``python -m bench ingest [RECORDS]`` (default 100000).
+``python -m bench ingest [RECORDS [REPEATS]]`` (default 100000, 3).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from bench.harness import Report, run_child
+from bench.harness import ChildRun, Report, median, run_child
 from tests.servers import start_wsgi
 
 REPO = Path(__file__).resolve().parent.parent
@@ -87,32 +91,58 @@ def repository(items: int = 1000) -> Callable[..., Iterable[bytes]]:
     return app
 
 
-def _ours(url: str, out: Path) -> tuple[float, float]:
+Measure = tuple[float, float, float]  # records/s, peak RSS (MB), CPU s per 10,000 records
+
+
+def _measure(records: int, run: ChildRun) -> Measure:
+    cpu = run.usage.ru_utime + run.usage.ru_stime
+    return records / run.seconds, run.usage.ru_maxrss / 1024, cpu / records * 10_000
+
+
+def _ours(url: str, out: Path) -> Measure:
     shutil.rmtree(out, ignore_errors=True)
     argv = [sys.executable, "-m", "harvester.cli", "harvest", url, "--out", str(out),
             "--mode", "records", "--linked", "none", "--quiet", "--json"]  # fmt: skip
     run = run_child(argv, OUT / "ours.out", OUT / "ours.err", timeout=TIMEOUT, cwd=REPO)
-    records = json.loads(run.stdout.strip().splitlines()[-1])["records"]
-    return records / run.seconds, run.usage.ru_maxrss / 1024
+    return _measure(json.loads(run.stdout.strip().splitlines()[-1])["records"], run)
 
 
-def _scythe(url: str, out: Path) -> tuple[float, float]:
+def _scythe(url: str, out: Path) -> Measure:
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-c", SCYTHE, url, str(out)]
     run = run_child(argv, OUT / "scythe.out", OUT / "scythe.err", timeout=TIMEOUT, cwd=REPO)
-    return int(run.stdout.strip()) / run.seconds, run.usage.ru_maxrss / 1024
+    return _measure(int(run.stdout.strip()), run)
+
+
+def _medians(runs: list[Measure]) -> list[float]:
+    return [median([run[n] for run in runs]) for n in range(3)]
 
 
 def run(args: list[str]) -> Report:
     total = int(args[0]) if args else 100_000
-    report = Report("ingest", ["records", "tool", "records/s", "peak RSS (MB)"])
+    repeats = int(args[1]) if len(args) > 1 else 3
+    columns = ["records", "tool", "records/s", "peak RSS (MB)", "CPU s per 10k", "load"]
+    report = Report("ingest", columns)
     for items in (total // 10, total):
+        load = round(os.getloadavg()[0], 2)
         with start_wsgi("bench.ingest:repository", {"items": items}, ready_path="/") as server:
             url = server.url + "/oai"
-            ours = _ours(url, OUT / f"ours-{items}")
-            peer = _scythe(url, OUT / f"scythe-{items}.xml")
-        report.rows += [[items, "harvester (records)", *ours], [items, "oaipmh-scythe", *peer]]
-        report.figures[f"ratio_{items}"] = round(ours[0] / peer[0], 3)
-        report.figures[f"rss_mb_{items}"] = round(ours[1], 1)
-    report.notes.append("ratio = our records/s over oaipmh-scythe's, same server, same list")
+            ours: list[Measure] = []
+            peer: list[Measure] = []
+            for _ in range(repeats):
+                ours.append(_ours(url, OUT / f"ours-{items}"))
+                peer.append(_scythe(url, OUT / f"scythe-{items}.xml"))
+        mine, theirs = _medians(ours), _medians(peer)
+        report.rows += [
+            [items, "harvester (records)", *mine, load],
+            [items, "oaipmh-scythe", *theirs, load],
+        ]
+        report.figures[f"ratio_{items}"] = round(mine[0] / theirs[0], 3)
+        report.figures[f"rss_mb_{items}"] = round(mine[1], 1)
+        report.figures[f"cpu_per_10k_{items}"] = round(mine[2], 2)
+        report.figures[f"scythe_cpu_per_10k_{items}"] = round(theirs[2], 2)
+    report.notes.append(
+        f"medians of {repeats} alternating runs; ratio = our records/s over oaipmh-scythe's,"
+        " same server, same list; load = 1-minute load average before each size"
+    )
     return report

@@ -12,9 +12,10 @@ Quirks, each off by default: ``retry_after`` ("seconds" or "date": the first Lis
 answers 503 with that Retry-After), ``expire_page`` (the first time that page's token comes
 back it is badResumptionToken), ``repeat_page`` (that page's token is the previous page's),
 ``broken`` (that item's record is not well-formed XML), ``size_offset`` (added to
-completeListSize), ``delay`` (seconds before each list page). ``GET /_change/<n>`` gives
-item ``n`` today's datestamp and a new title, ``GET /_delete/<n>`` deletes it;
-``GET /_log`` returns every request path and query as JSON.
+completeListSize), ``delay`` (seconds before each list page), ``relist`` (the second list page
+carries that item again, changed meanwhile: a later datestamp and a new title). ``GET
+/_change/<n>`` gives item ``n`` today's datestamp and a new title, ``GET /_delete/<n>`` deletes
+it; ``GET /_log`` returns every request path and query as JSON.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def repository(
     broken: int | None = None,
     size_offset: int = 0,
     delay: float = 0.0,
+    relist: int | None = None,
 ) -> WSGIApp:
     lock = threading.Lock()
     stamps = {n: (date(2024, 5, 1) + timedelta(days=n // 3)).isoformat() for n in range(items)}
@@ -90,6 +92,14 @@ def repository(
             f"</oai_dc:dc></metadata></record>"
         )
 
+    def changed(text: str, n: int) -> str:
+        """Item ``n``'s record as changed while the list is read."""
+        later = f"<datestamp>{date.today().isoformat()}</datestamp>"
+        text = text.replace(f"<datestamp>{stamps[n]}</datestamp>", later)
+        return text.replace(
+            f"<dc:title>{titles[n]}</dc:title>", f"<dc:title>{titles[n]}, changed</dc:title>"
+        )
+
     def selected(args: dict[str, str]) -> list[int]:
         lo, hi, spec = args.get("from", ""), args.get("until", "9999"), args.get("set")
         order = sorted(range(items), key=lambda n: (stamps[n], n))
@@ -112,6 +122,8 @@ def repository(
             return error_element("noRecordsMatch", "none")
         rows = chosen[page * per_page : (page + 1) * per_page]
         body = "".join(record(n, base, verb) for n in rows)
+        if page == 1 and relist is not None:
+            body = changed(record(relist, base, verb), relist) + body
         query = "&".join(f"{k}={v}" for k, v in sorted(args.items()))
         more = (page + 1) * per_page < len(chosen)
         next_page = page if page == repeat_page else page + 1

@@ -392,6 +392,32 @@ def test_linked_none_builds_records_in_a_second_process_incrementally(
     assert sorted(rows) == [("archived", 11), ("deleted", 1)]
 
 
+def test_an_item_listed_again_on_the_next_page_keeps_its_newer_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An item changed while the list is read comes again on the next page: both versions'
+    records are written, and the state names the newer one, whatever the builder's pace."""
+    out = tmp_path / "c"
+    with start(relist=1) as server:
+        code, summary = ingest(server, out, capsys, "--linked", "none")
+    assert code == 0 and summary["records"] == 13
+    bodies = {h["WARC-Record-ID"]: b for k, h, b in warc_records(out) if k == "metadata"}
+    titles = [
+        etree.fromstring(b).findtext(f".//{DC}title")
+        for b in bodies.values()
+        if b.startswith(b"<?xml") and b"oai:repo.test:1<" in b
+    ]
+    assert titles == ["Item 1", "Item 1, changed"]
+    with sqlite3.connect(out / "state.sqlite") as db:
+        rows = db.execute("SELECT status, didl_record_id FROM items").fetchall()
+        ((status, record_id),) = db.execute(
+            "SELECT status, didl_record_id FROM items WHERE identifier='oai:repo.test:1'"
+        ).fetchall()
+    assert {s for s, _r in rows} == {"archived"} and len(rows) == 12
+    assert status == "archived"
+    assert etree.fromstring(bodies[record_id]).findtext(f".//{DC}title") == "Item 1, changed"
+
+
 def test_records_mode_on_a_postgresql_state_and_again_incrementally(
     pg_cluster: PGCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

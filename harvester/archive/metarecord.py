@@ -25,16 +25,23 @@ _MIN_BITS, _MAX_BITS = 9, zlib.MAX_WBITS
 
 
 def metadata_member(
-    payload: bytes, record_id: str, warc_date: str, content_type: str = "application/xml"
+    payload: bytes,
+    record_id: str,
+    warc_date: str,
+    content_type: str = "application/xml",
+    *,
+    refers_to: str | None = None,
 ) -> bytes:
     """The record, as a gzip member: ``record_id`` with its ``<>``, ``warc_date`` as the
-    WARC-Date field is written."""
+    WARC-Date field is written; with ``refers_to``, a WARC-Refers-To field."""
     digest = "sha1:" + base64.b32encode(hashlib.sha1(payload).digest()).decode("ascii")
+    refers = "" if refers_to is None else f"WARC-Refers-To: {refers_to}\r\n"
     head = (
         "WARC/1.1\r\n"
         "WARC-Type: metadata\r\n"
         f"WARC-Record-ID: {record_id}\r\n"
         f"WARC-Date: {warc_date}\r\n"
+        f"{refers}"
         f"WARC-Payload-Digest: {digest}\r\n"
         f"WARC-Block-Digest: {digest}\r\n"
         f"Content-Type: {content_type}\r\n"

@@ -198,20 +198,30 @@ class RotatingWARCWriter(RecordFactory, Component):
         clock, for records built elsewhere and written by :meth:`write_members`."""
         return [(self._make_id(), _warc_date(self._clock())) for _ in range(count)]
 
-    def write_members(self, records: Sequence[tuple[str, str, bytes]]) -> list[RecordLocation]:
-        """Records built elsewhere, each a gzip member (record ID, WARC-Date, member), that
-        are not captures (no CDXJ line), written as one group as :meth:`write_group` does."""
+    def write_members(
+        self,
+        records: Sequence[tuple[str, str, bytes]],
+        captures: Sequence[ArcWarcRecord | None] = (),
+    ) -> list[RecordLocation]:
+        """Records built elsewhere, each a gzip member (record ID, WARC-Date, member),
+        written as one group as :meth:`write_group` does. A record that is a capture has,
+        at its position in ``captures``, its headers as a record without a body: its CDXJ
+        line is made as for a record this writer writes; the others get none."""
         if not self._is_open:
             raise ArchiveError("the WARC writer is not open")
         if not records:
             return []
         current = self._file_for_group()
-        locations = []
+        locations, name = [], current.name
         with self._group(current):
             offset = current.fh.tell()
-            for record_id, date, member in records:
+            for n, (record_id, date, member) in enumerate(records):
                 current.fh.write(member)
-                locations.append(RecordLocation(record_id, current.name, offset, len(member), date))
+                head = captures[n] if n < len(captures) else None
+                line = head and capture_line(head, name, offset, len(member))
+                if line:
+                    current.captures.append(line)
+                locations.append(RecordLocation(record_id, name, offset, len(member), date))
                 offset += len(member)
         return locations
 

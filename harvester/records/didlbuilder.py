@@ -1,15 +1,17 @@
-"""Item DIDL records built in a second process, while the first lists and stores the next page.
+"""Item DIDL records built in other processes, while the first lists and stores the next pages.
 
 With ``--linked none`` an item's DIDL record needs nothing but what the state already holds
 (its header and formats), so making its text, digest and gzip member (about half of records
-mode's CPU per item) can run on another core. :class:`DidlBuilder` starts one child process
-(``python -m harvester.records.didlbuilder``: not :mod:`multiprocessing`'s spawn, which
-would run the parent's main script again, nor a fork of a threaded process) and sends it,
-over its stdin and stdout, one page's items at a time, with their record IDs and dates from
-the writer; it answers with each record's gzip member, in order. The parent writes them as one group
-and settles the items as before: an item stays ``pending`` in the state until its record is
-written, so a killed run finishes it on the next one. The child ends when its pipe closes
-(the parent closed it, or died).
+mode's CPU per item, and the run's widest stage) can run on other cores. :class:`DidlBuilder`
+starts one child process (``python -m harvester.records.didlbuilder``: not
+:mod:`multiprocessing`'s spawn, which would run the parent's main script again, nor a fork of a
+threaded process) and sends it, over its stdin and stdout, one page's items at a time, as plain
+tuples (cheap to pickle); it answers with each record's ID, date and gzip member, in order: the
+child draws the record IDs (random UUIDs, like the writer's) and one WARC-Date for the page's
+records. :class:`DidlBuilders` hands the pages to several such children in turn. The parent
+writes each page's records as one group and settles the items as before: an item stays
+``pending`` in the state until its record is written, so a killed run finishes it on the next
+one. A child ends when its pipe closes (the parent closed it, or died).
 """
 
 from __future__ import annotations
@@ -18,30 +20,32 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
+from queue import SimpleQueue
 
 from harvester.archive.didl import OaiHeaderInfo, Provenance, deletion_didl
 from harvester.archive.metarecord import metadata_member
+from harvester.archive.records import _warc_date
+from harvester.clock import utcnow
 from harvester.records.itemdidl import item_didl
+from harvester.records.randomids import uuid4_texts
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ItemJob:
-    """One item's record to make: its OAI header, formats, and WARC-Record-ID and date."""
-
-    oai: OaiHeaderInfo
-    formats: list[tuple[str, bytes]]
-    record_id: str
-    warc_date: str
+# One item: identifier, datestamp, sets, deleted, and its formats (prefix, metadata XML).
+Job = tuple[str, str, tuple[str, ...], bool, list[tuple[str, bytes]]]
+# One record made: WARC-Record-ID, WARC-Date and the gzip member.
+Built = tuple[str, str, bytes]
 
 
 class DidlBuilder:
-    """A child process making item DIDL records; :meth:`send` then :meth:`receive`, in turn."""
+    """A child process making item DIDL records; groups are made in the order sent, and
+    :meth:`receive` answers the oldest group not yet received."""
 
     def __init__(self) -> None:
         argv = [sys.executable, "-m", "harvester.records.didlbuilder"]
@@ -51,22 +55,23 @@ class DidlBuilder:
         self._in = Connection(os.dup(self._process.stdout.fileno()), writable=False)
         self._process.stdin.close()
         self._process.stdout.close()
-        self._waiting = False
+        self.pending = 0  # groups sent and not yet received
 
-    def send(self, provenance: Provenance, jobs: Sequence[ItemJob]) -> None:
-        """Hand over one group's items; :meth:`receive` must come before the next send."""
-        assert not self._waiting, "receive the last group first"
-        self._out.send((provenance, list(jobs)))
-        self._waiting = True
+    def send(self, provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> None:
+        """Hand over one group's items, listed from ``endpoint``. The child reads every
+        group as it comes, so a send never waits for a :meth:`receive`."""
+        self._out.send((provenance, endpoint, list(jobs)))
+        self.pending += 1
 
-    def receive(self) -> list[bytes]:
-        """The gzip members of the group sent last, in its order."""
-        self._waiting = False
-        members: list[bytes] = self._in.recv()
-        return members
+    def receive(self) -> list[Built]:
+        """The records of the oldest group not yet received, in its order."""
+        assert self.pending, "nothing was sent"
+        built: list[Built] = self._in.recv()
+        self.pending -= 1
+        return built
 
     def close(self) -> None:
-        """Close the pipe; the child then ends."""
+        """Close the pipes; the child then ends."""
         self._out.close()
         self._in.close()
         try:
@@ -77,25 +82,78 @@ class DidlBuilder:
             self._process.wait()
 
 
+class DidlBuilders:
+    """``size`` builders taking the groups in turn: the records are made on as many cores
+    as there are builders. :meth:`receive` answers the oldest group not yet received."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._builders = [DidlBuilder() for _ in range(size)]
+        self._turn = 0
+        self._order: deque[DidlBuilder] = deque()  # who makes each group, oldest first
+
+    def send(self, provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> None:
+        builder = self._builders[self._turn]
+        self._turn = (self._turn + 1) % self.size
+        builder.send(provenance, endpoint, jobs)
+        self._order.append(builder)
+
+    def receive(self) -> list[Built]:
+        return self._order.popleft().receive()
+
+    def close(self) -> None:
+        for builder in self._builders:
+            builder.close()
+
+
 def serve(incoming: Connection, outgoing: Connection) -> None:
-    """The child: build each group received until the pipe closes."""
+    """The child: build each group received, in order, until the pipe closes or the parent
+    stops reading. A thread reads the groups as they come, so the parent's send of one
+    group never waits for its receive of the last (both pipes full would block both)."""
+    groups: SimpleQueue[tuple[Provenance, str | None, list[Job]] | None] = SimpleQueue()
+    threading.Thread(target=_read, args=(incoming, groups), daemon=True).start()
+    while (group := groups.get()) is not None:
+        try:
+            outgoing.send(build(*group))
+        except OSError:  # the parent closed its end
+            return
+
+
+def _read(
+    incoming: Connection, groups: SimpleQueue[tuple[Provenance, str | None, list[Job]] | None]
+) -> None:
     while True:
         try:
-            provenance, jobs = incoming.recv()
+            groups.put(incoming.recv())
         except (EOFError, OSError):
+            groups.put(None)
             return
-        outgoing.send([_member(job, provenance) for job in jobs])
 
 
-def _member(job: ItemJob, provenance: Provenance) -> bytes:
-    if job.oai.deleted:
+def build(provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> list[Built]:
+    """Each item's record, with a new record ID; the group's records share one WARC-Date,
+    the moment they were made."""
+    date = _warc_date(utcnow())
+    return [
+        (record_id, date, metadata_member(_didl(job, endpoint, provenance), record_id, date))
+        for job, record_id in zip(jobs, record_ids(len(jobs)), strict=True)
+    ]
+
+
+def record_ids(count: int) -> list[str]:
+    """``count`` new WARC-Record-IDs: random UUID URNs in angle brackets."""
+    return [f"<urn:uuid:{text}>" for text in uuid4_texts(count)]
+
+
+def _didl(job: Job, endpoint: str | None, provenance: Provenance) -> bytes:
+    identifier, datestamp, specs, deleted, formats = job
+    oai = OaiHeaderInfo(identifier, datestamp, specs, endpoint, deleted=deleted)
+    if deleted:
         now = datetime.now(UTC)
-        didl = deletion_didl(
-            job.oai.identifier, observed=now, oai=job.oai, provenance=provenance, previous=None
+        return deletion_didl(
+            identifier, observed=now, oai=oai, provenance=provenance, previous=None
         )
-    else:
-        didl = item_didl(job.oai, job.formats, [], provenance)
-    return metadata_member(didl, job.record_id, job.warc_date)
+    return item_didl(oai, formats, [], provenance)
 
 
 if __name__ == "__main__":

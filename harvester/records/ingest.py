@@ -8,11 +8,11 @@ URLs its metadata names (:mod:`.links`) that are in scope (:mod:`.scope`) are fe
 the harvest's one fetch step (robots.txt, ``--delay``, per-host limits, conditional GET,
 revisit records when unchanged); with ``--linked files``, each landing page's
 ``citation_pdf_url`` and Signposting targets (:mod:`.landing`) too. Last, the item's DIDL
-record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted
-item gets a deletion note. Items settle after every page when one format is listed, else
-after every list is read, so each record holds all formats. With ``--linked none`` and one
-format, a page's records are made by :mod:`.didlbuilder`'s second process while the next
-page is listed and stored. Unchanged items are not touched.
+record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted item
+gets a deletion note. Items settle after every page when one format is listed, else after every
+list is read, so each record holds all formats. With ``--linked none`` and one format, a page's
+records are made by one of :mod:`.didlbuilder`'s processes while the next pages are listed and
+stored. Unchanged items are not touched.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from harvester.exceptions import HarvestError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import oai_limits
-from harvester.oai import EndpointInfo, OAIClient, RawRecord
-from harvester.records.didlbuilder import DidlBuilder, ItemJob
+from harvester.oai import EndpointInfo, OAIClient
+from harvester.records.didlbuilder import DidlBuilders
 from harvester.records.itemdidl import LinkedCapture, item_didl
 from harvester.records.landing import page_links, signposting
 from harvester.records.links import LANDING, Link, record_links
@@ -46,17 +46,19 @@ from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run
+BUILDERS = 2  # processes making the DIDL records with --linked none: the run's widest stage
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 _STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
 FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
 
 
 @dataclass(frozen=True)
-class Sent:
-    """Items whose DIDL records the builder is making, with their record IDs and dates."""
+class Stored:
+    """A page's items that are new, changed or deleted, and the metadata of the new ones
+    (all the formats they have: the state holds nothing else of them)."""
 
     items: list[Item]
-    stamps: list[tuple[str, str]]
+    fresh: dict[str, bytes]
 
 
 @dataclass
@@ -78,7 +80,7 @@ class Ingest:
         # a shared data set) is fetched once per run, not once per item.
         self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
         self.started = datetime.now(UTC).timestamp()
-        self._builder: DidlBuilder | None = None
+        self._builder: DidlBuilders | None = None
 
     async def run(self) -> None:
         """List every list, settle every item; raise HarvestError if nothing was archived
@@ -90,7 +92,7 @@ class Ingest:
         try:
             # Without linked resources, a page's DIDL records are made on another core.
             if single and self.settings.linked == "none":
-                self._builder = DidlBuilder()
+                self._builder = DidlBuilders(BUILDERS)
             for key in keys:
                 if await self._list(lister, key, settle=single):
                     done.append(key)
@@ -138,47 +140,54 @@ class Ingest:
             from_ = lister.from_date(position.harvested_until)
             self.state.lists.start(key, from_)
         outcome = ListOutcome()
-        sent: Sent | None = None
+        building: list[list[Item]] = []  # groups the builders make, oldest first
         try:
             for page in lister.pages(key, from_, token, outcome):
                 if self._builder is not None:
-                    # The last page's records, built while this page was fetched and read,
-                    # are written and settled before this page's items are stored: an item
-                    # listed again on this page is never settled by the older version.
-                    last, sent = sent, None
-                    self._write_built(last)
-                    sent = self._send(self._builder, self._store(key, page))
+                    # This page goes to a builder before the older pages' records are
+                    # written, so no builder waits for the state.
+                    group = self._send(self._builder, key, self._store(key, page))
+                    building += [group] if group else []
+                    while len(building) > self._builder.size:
+                        self._write_built(building.pop(0), newer=building)
                     continue
                 changed = self._store(key, page)
                 if settle:
-                    await self._settle(changed)
+                    await self._settle(changed.items)
         except HarvestError as exc:
             log.error("%s", exc)
             self.summary.errors.append(str(exc))
             self.summary.lists_failed += 1
         finally:
-            self._write_built(sent)
+            while building:
+                self._write_built(building.pop(0), newer=building)
             self.summary.broken += len(outcome.broken)
             self.summary.errors += outcome.broken
         if outcome.complete:
             self.state.lists.finish(key)
         return outcome.complete
 
-    def _store(self, key: ListKey, page: RecordsPage) -> list[Item]:
+    def _store(self, key: ListKey, page: RecordsPage) -> Stored:
         """The page's records and the list's position, in one transaction; the items that
         are new, changed or deleted."""
         headers = [record.header for record in page.records]
         with self.state.transaction():
             outcomes = self.items.note_page(
-                key.endpoint, key.prefix, [(r.header, _xml(r)) for r in page.records]
+                key.endpoint, key.prefix, list(zip(headers, page.metadata, strict=True))
             )
             self.state.lists.page(key, page.token, page.response_date)
         self.summary.listed += len(page.records)
-        return [
-            Item(h.identifier, h.datestamp, h.set_specs, _STATUS[outcome], None)
-            for h, outcome in zip(headers, outcomes, strict=True)
-            if outcome != "unchanged"
-        ]
+        items, fresh = [], {}
+        for header, xml, outcome in zip(headers, page.metadata, outcomes, strict=True):
+            if outcome == "unchanged":
+                continue
+            status = _STATUS[outcome]
+            items.append(Item(header.identifier, header.datestamp, header.set_specs, status, None))
+            if outcome == "new":
+                fresh[header.identifier] = xml
+            else:  # listed twice on the page: the state holds the later version
+                fresh.pop(header.identifier, None)
+        return Stored(items, fresh)
 
     # -- settling items ------------------------------------------------------------------
 
@@ -204,34 +213,46 @@ class Ingest:
                     ],
                 )
 
-    def _send(self, builder: DidlBuilder, items: list[Item]) -> Sent | None:
-        """Hand the items' DIDL records to the builder, with their record IDs and dates."""
+    def _send(self, builder: DidlBuilders, key: ListKey, stored: Stored) -> list[Item] | None:
+        """Hand the items' DIDL records to the builder: a new item's formats are the one
+        just listed, the others' are read from the state."""
+        items = stored.items
         if not items:
             return None
-        formats = self.items.formats_of(self.endpoint.endpoint, [i.identifier for i in items])
-        stamps = self.recorder.writer.stamps(len(items))
+        fresh = stored.fresh
+        others = [item.identifier for item in items if item.identifier not in fresh]
+        formats = self.items.formats_of(self.endpoint.endpoint, others) if others else {}
+        for identifier, xml in fresh.items():
+            formats.setdefault(identifier, [(key.prefix, xml)])
         jobs = [
-            ItemJob(self._oai(item), formats.get(item.identifier, []), record_id, date)
-            for item, (record_id, date) in zip(items, stamps, strict=True)
+            (
+                item.identifier,
+                item.datestamp,
+                item.set_specs,
+                item.status == "deleting",
+                formats.get(item.identifier, []),
+            )
+            for item in items
         ]
-        builder.send(self.recorder.provenance(), jobs)
-        return Sent(items, stamps)
+        builder.send(self.recorder.provenance(), self.endpoint.endpoint, jobs)
+        return items
 
-    def _write_built(self, sent: Sent | None) -> None:
+    def _write_built(self, sent: list[Item], newer: list[list[Item]]) -> None:
         """Write the records the builder made of ``sent`` as one group, then settle the
-        items, in one state commit."""
-        if sent is None or self._builder is None:
-            return
-        members = self._builder.receive()
-        built = [(rid, date, m) for (rid, date), m in zip(sent.stamps, members, strict=True)]
+        items, in one state commit; an item stored again since, in a ``newer`` group, is
+        left for that group's record (the state holds the newer version)."""
+        assert self._builder is not None
+        built = self._builder.receive()
+        again = {item.identifier for group in newer for item in group}
         with self.recorder.writer.one_file(), self.state.batch():
             written = self.recorder.writer.write_members(built)
             settled = [
                 (item.identifier, "deleted" if item.status == "deleting" else "archived", at)
-                for item, at in zip(sent.items, written, strict=True)
+                for item, at in zip(sent, written, strict=True)
             ]
             self.items.settle_many(
-                self.endpoint.endpoint, [(i, s, at.record_id) for i, s, at in settled]
+                self.endpoint.endpoint,
+                [(i, s, at.record_id) for i, s, at in settled if i not in again],
             )
         deleted = sum(status == "deleted" for _i, status, _at in settled)
         self.summary.deleted += deleted
@@ -340,13 +361,6 @@ class Ingest:
         if "html" in (result.header("Content-Type") or "").lower():
             links += page_links(result.body, result.url)
         return [(link.kind, link.url) for link in links if link.url != result.url]
-
-
-def _xml(record: RawRecord) -> bytes:
-    metadata = record.metadata
-    if metadata is None:
-        return b""
-    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
 
 
 def _capture(res: Resource, record_type: str, mime: str | None) -> LinkedCapture:

@@ -12,7 +12,6 @@ metadata format, holding the format's XML by value, as the repository sent it. T
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,6 +33,7 @@ from harvester.archive.didl import (
     _warc_record,
 )
 from harvester.archive.xmlsafe import attr, text, uri
+from harvester.records.randomids import uuid4_texts
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def item_didl(
     oai_open, shared = _frame(oai.endpoint, provenance)
     ident = text(oai.identifier)
     parts = [
-        _HEAD.format(f"urn:uuid:{uuid.uuid4()}"),
+        _HEAD.format(f"urn:uuid:{uuid4_texts(1)[0]}"),
         _STATEMENT_START,
         f"        <dii:Identifier>{ident}</dii:Identifier>\n",
         _STATEMENT_END,

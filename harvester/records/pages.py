@@ -1,13 +1,14 @@
 """One ListRecords page (OAI-PMH §4.5), read so that one broken record spoils only itself.
 
-The page's bytes are archived as received before they are read here; this module only reads
-them. A page that is well-formed is parsed once by the hardened parser of
-:mod:`harvester.oaihttp`. One that is not is *salvaged*: the ``<record>`` elements are cut out
-of the text by their tags (nested ``record`` elements of MARCXML counted), each is tried alone
-between the page's head and tail, and the page is parsed again without the ones that fail.
-Those are reported, with their identifier when one can be read; the envelope, the token and
-every other record are used as usual. A record whose header has no identifier or a bad
-datestamp is reported the same way. ``<error>`` raises the harvester's exception of that code.
+The page's bytes are archived as received before what is read here is used; this module only
+reads them, each record's metadata serialised as the state keeps it. A page that is well-formed
+is parsed once by the hardened parser of :mod:`harvester.oaihttp`. One that is not is
+*salvaged*: the ``<record>`` elements are cut out of the text by their tags (nested ``record``
+elements of MARCXML counted), each is tried alone between the page's head and tail, and the
+page is parsed again without the ones that fail. Those are reported, with their identifier when
+one can be read; the envelope, the token and every other record are used as usual. A record
+whose header has no identifier or a bad datestamp is reported the same way. ``<error>`` raises
+the harvester's exception of that code.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from harvester.oaidates import parse_oai_datestamp
 from harvester.oaihttp import OAI_NS, check_envelope, parse_oai_xml
 
 _OAI = "{" + OAI_NS + "}"
+_METADATA = _OAI + "metadata"
+_IDENTIFIER_TAG, _DATESTAMP, _SET_SPEC = (_OAI + t for t in ("identifier", "datestamp", "setSpec"))
 _RECORD_TAG = re.compile(rb"<(/?)((?:[A-Za-z_][\w.-]*:)?record)(?=[\s/>])")
 _IDENTIFIER = re.compile(rb"<(?:[\w.-]+:)?identifier>([^<]{1,300})</(?:[\w.-]+:)?identifier>")
 
@@ -33,6 +36,7 @@ class RecordsPage:
     """The usable records of one page, what was wrong with the others, and the list's state."""
 
     records: tuple[RawRecord, ...]
+    metadata: tuple[bytes, ...]  # each record's metadata as UTF-8 XML, b"" if none
     broken: tuple[str, ...]  # one line per record left out, naming the page's URL
     response_date: str
     token: str | None
@@ -56,24 +60,55 @@ def read_page(content: bytes, url: str) -> RecordsPage:
         except ProtocolError as exc:
             broken.append(str(exc))
     token, size = _resumption(root, url)
-    return RecordsPage(tuple(records), tuple(broken), date, token, size)
+    metadata = tuple(_xml(record) for record in records)
+    return RecordsPage(tuple(records), metadata, tuple(broken), date, token, size)
 
 
 def _header(record: etree._Element, url: str) -> ListedHeader:
     element = record.find(_OAI + "header")
     if element is None:
         raise ProtocolError(f"{url}: a <record> without <header>")
-    identifier = (element.findtext(_OAI + "identifier") or "").strip()
-    datestamp = (element.findtext(_OAI + "datestamp") or "").strip()
+    identifier, datestamp, found = _fields(element)
     if not identifier:
         raise ProtocolError(f"{url}: a <header> without <identifier>")
     try:
         _check_datestamp(datestamp)
     except ProtocolError as exc:
         raise ProtocolError(f"{url}: record {identifier!r}: {exc}") from None
-    found = (s.text or "" for s in element.iterfind(_OAI + "setSpec"))
     specs = tuple(s.strip() for s in found if s.strip())
     return ListedHeader(identifier, datestamp, specs, element.get("status") == "deleted")
+
+
+def _xml(record: RawRecord) -> bytes:
+    """The record's metadata (:attr:`RawRecord.metadata`, found without a path's set-up) as
+    UTF-8 XML; b"" for none."""
+    metadata = next(
+        (
+            found
+            for part in record.element.iterchildren(_METADATA)
+            for found in part.iterchildren("*")
+        ),
+        None,
+    )
+    if metadata is None:
+        return b""
+    return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
+
+
+def _fields(header: etree._Element) -> tuple[str, str, list[str]]:
+    """The first identifier and datestamp (stripped, "" when absent) and every setSpec of a
+    header, in one pass over its children."""
+    identifier = datestamp = None
+    specs = []
+    for child in header:
+        tag = child.tag
+        if tag == _SET_SPEC:
+            specs.append(child.text or "")
+        elif tag == _IDENTIFIER_TAG and identifier is None:
+            identifier = child.text or ""
+        elif tag == _DATESTAMP and datestamp is None:
+            datestamp = child.text or ""
+    return (identifier or "").strip(), (datestamp or "").strip(), specs
 
 
 @lru_cache(maxsize=4096)
