@@ -3,11 +3,13 @@
 Every harvest of a site starts with the same request (``ListIdentifiers`` with a
 ``metadataPrefix``), and its page lists the same items until a refresh changes the index:
 only the envelope and the resumptionToken, which carry the time of the request, differ. So
-the items of a first page, rendered, are kept here with the list's size and where the page
-ended, tagged with the index's generation (:meth:`Snapshot.generation
+the items of a first page, rendered and encoded, are kept here with the list's size and where
+the page ended, tagged with the index's generation (:meth:`Snapshot.generation
 <server_module.snapshot.Snapshot.generation>`): a page made from an older generation is never
 served. The next harvester's first page then costs the token and the envelope, as a page
-made ahead does (:mod:`server_module.pagecache`), instead of reading and rendering its rows.
+made ahead does (:mod:`server_module.pagecache`), instead of reading and rendering its rows,
+and its gzip or deflate is spliced from the items' own, made once
+(:class:`~server_module.contentcoding.Kept`).
 
 The key is the list's arguments with ``until`` left out when it is at or after the newest
 datestamp, since it then bounds nothing (:meth:`Repository._first_headers
@@ -21,17 +23,20 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from server_module.contentcoding import Kept
+
 MAX_PAGES = 8
-MAX_CHARS = 8 * 1024 * 1024  # a page of 1,000 headers is about 180,000
+MAX_BYTES = 8 * 1024 * 1024  # a page of 1,000 headers takes about 180,000
 
 
 @dataclass(frozen=True, slots=True)
 class ListStart:
-    """A list's first page: the list's size, the page's items as one string and their number,
-    the (datestamp, identifier) of its last item, and whether more follow."""
+    """A list's first page: the list's size, the page's items (encoded, and deflated once for
+    every response that asks for it) and their number, the (datestamp, identifier) of its last
+    item, and whether more follow."""
 
     total: int
-    items: str
+    items: Kept
     count: int
     last: tuple[int, str]
     more: bool
@@ -46,10 +51,10 @@ class _Entry:
 class FirstPages:
     """A bounded LRU of first pages by list; thread-safe for gthread workers."""
 
-    def __init__(self, max_pages: int = MAX_PAGES, max_chars: int = MAX_CHARS) -> None:
-        self.max_pages, self.max_chars = max_pages, max_chars
+    def __init__(self, max_pages: int = MAX_PAGES, max_bytes: int = MAX_BYTES) -> None:
+        self.max_pages, self.max_bytes = max_pages, max_bytes
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
-        self._chars = 0
+        self._bytes = 0
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
@@ -70,15 +75,15 @@ class FirstPages:
             return None
 
     def put(self, key: Hashable, generation: int, start: ListStart) -> None:
-        if len(start.items) > self.max_chars:
+        if len(start.items) > self.max_bytes:
             return
         with self._lock:
             if key in self._entries:
                 self._drop(key)
             self._entries[key] = _Entry(start, generation)
-            self._chars += len(start.items)
-            while len(self._entries) > self.max_pages or self._chars > self.max_chars:
+            self._bytes += len(start.items)
+            while len(self._entries) > self.max_pages or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._entries)))
 
     def _drop(self, key: Hashable) -> None:
-        self._chars -= len(self._entries.pop(key).start.items)
+        self._bytes -= len(self._entries.pop(key).start.items)

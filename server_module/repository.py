@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from server_module.contentcoding import Kept
 from server_module.firstpages import FirstPages, ListStart
 from server_module.formats import FormatContext, FormatRegistry, MetadataFormat
 from server_module.index import FileIndex
@@ -73,23 +74,25 @@ class Repository:
 
     def handle(self, pairs: Pairs) -> bytes:
         """The response document for the received arguments (never raises an OAI error)."""
-        return self.respond(pairs)[0]
+        return b"".join(self.respond(pairs)[0])
 
-    def respond(self, pairs: Pairs) -> tuple[bytes, tuple[str, str] | None]:
-        """The response document, and the (verb, token) of the request it invites next."""
+    def respond(self, pairs: Pairs) -> tuple[list[bytes], tuple[str, str] | None]:
+        """The response document in parts (:func:`render.document_parts`: a part made once
+        is sent, and compressed, as it is), and the (verb, token) of the request it invites
+        next."""
         env = render.Envelope(int(self.clock()), self.settings.endpoint_url, self.stylesheet_url)
         try:
             request = parse_request(pairs, known_prefixes=self.formats.prefixes())
         except OAIError as error:
             body = render.errors_body([error])
-            return render.document(env, echo_attributes(pairs, error), body), None
+            return render.document_parts(env, echo_attributes(pairs, error), body), None
         try:
             page = self._dispatch(request, env.response_date)
         except OAIError as error:
             echo = request.attributes if error.echo_arguments else ()
-            return render.document(env, echo, render.errors_body([error])), None
+            return render.document_parts(env, echo, render.errors_body([error])), None
         follow = None if page.next_token is None else (request.verb, page.next_token)
-        return render.document(env, request.attributes, page.body), follow
+        return render.document_parts(env, request.attributes, page.body), follow
 
     def read_ahead(self, verb: str, token: str) -> None:
         """Make the page this token asks for and keep it for its request (:mod:`pagecache`)."""
@@ -191,7 +194,7 @@ class Repository:
         page = rows[:limit]
         _require(page)
         last = (page[-1][1], page[-1][0])
-        items = "".join(render.headers(page))
+        items = Kept("".join(render.headers(page)).encode())
         return ListStart(state.total, items, len(page), last, len(rows) > limit)
 
     def _ListRecords(self, request: OAIRequest, now: int) -> Page:
@@ -243,7 +246,7 @@ class Repository:
     def _list_page(
         self,
         verb: str,
-        items: list[str],
+        items: Sequence[str | bytes],
         count: int,
         state: ListState,
         last: tuple[int, str],

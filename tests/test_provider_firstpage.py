@@ -11,6 +11,7 @@ import pytest
 from lxml import etree
 from sickle import Sickle
 
+from server_module.contentcoding import Kept
 from server_module.firstpages import FirstPages, ListStart
 from server_module.formats import default_registry
 from server_module.index import FileIndex
@@ -138,16 +139,20 @@ def test_a_served_provider_counts_and_lists_what_changed_between_two_harvests(
 
 
 def test_the_kept_pages_are_bounded_in_number_and_size() -> None:
-    pages = FirstPages(max_pages=2, max_chars=10)
-    start = ListStart(total=1, items="xyz", count=1, last=(0, "a"), more=False)
+    pages = FirstPages(max_pages=2, max_bytes=10)
+    start = ListStart(total=1, items=Kept(b"xyz"), count=1, last=(0, "a"), more=False)
     for key in ("a", "b", "c"):
         pages.put(key, 0, start)
     assert len(pages) == 2 and pages.get("a", 0) is None, "the least recently used goes"
     assert pages.get("b", 0) is start and pages.get("b", 0) is start, "kept for every request"
-    pages.put("d", 0, ListStart(total=1, items="0123456", count=1, last=(0, "d"), more=False))
-    assert pages.get("c", 0) is None, "3 + 7 characters would pass 10"
+    pages.put(
+        "d", 0, ListStart(total=1, items=Kept(b"0123456"), count=1, last=(0, "d"), more=False)
+    )
+    assert pages.get("c", 0) is None, "3 + 7 bytes would pass 10"
     assert pages.get("b", 0) is start
-    pages.put("big", 0, ListStart(total=1, items="x" * 11, count=1, last=(0, "e"), more=False))
+    pages.put(
+        "big", 0, ListStart(total=1, items=Kept(b"x" * 11), count=1, last=(0, "e"), more=False)
+    )
     assert pages.get("big", 0) is None, "larger than all the room there is"
     assert pages.get("b", 1) is None, "made from another generation of the index"
     assert pages.get("b", 0) is None, "and dropped then"
