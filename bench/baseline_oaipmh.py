@@ -2,9 +2,9 @@
 
 ``oaipmh.server.BatchingServer`` over an in-memory list of the same headers, read once from the
 provider's own :class:`~server_module.index.FileIndex` and already in (datestamp, identifier)
-order, so a page is a slice at the token's cursor. A minimal WSGI app hands the query arguments
-to ``handleRequest`` and returns its bytes; gunicorn serves it with one sync worker, as the
-provider is served.
+order, so a page is a slice at the token's cursor. A minimal WSGI app hands the arguments (of
+the query, or of a POST's form body) to ``handleRequest`` and returns its bytes; gunicorn
+serves it with one sync worker, as the provider is served.
 
 ``python -m bench.baseline_oaipmh INDEX DOCROOT --base-url URL --port P --page-size N``
 """
@@ -108,7 +108,11 @@ def _matches(
 
 def wsgi_app(server: BatchingServer) -> Callable[..., list[bytes]]:
     def app(environ: dict[str, Any], start_response: Callable[..., object]) -> list[bytes]:
-        args = dict(parse_qsl(environ.get("QUERY_STRING", ""), keep_blank_values=True))
+        query = environ.get("QUERY_STRING", "")
+        if environ.get("REQUEST_METHOD") == "POST":  # as the oaipmh client sends by default
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            query = environ["wsgi.input"].read(length).decode("latin-1")
+        args = dict(parse_qsl(query, keep_blank_values=True))
         body = server.handleRequest(args)
         start_response(
             "200 OK",

@@ -30,7 +30,10 @@ from pathlib import Path
 import requests
 from lxml import etree
 
+from bench import firstpage
+from bench.firstpage import FirstPageTimes
 from bench.harness import Report, alternate, median
+from bench.workers import vm_hwm_kib, worker_peak_rss_mb
 from server_module.index import FileIndex, RefreshStats
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
 from tests.sites import make_site
@@ -104,6 +107,14 @@ def fresh_index(docroot: Path, path: Path, refreshes: int) -> tuple[float, list[
     return initial.seconds, [s.seconds for s in again], total
 
 
+def current_index(docroot: Path, path: Path) -> int:
+    """The item count of the index at ``path``, made or brought up to date first."""
+    with FileIndex(path, docroot, BASE_URL) as index:
+        _refresh(index)
+        with index.snapshot() as snap:
+            return snap.count()
+
+
 def _refresh(index: FileIndex) -> RefreshStats:
     stats = index.refresh()
     assert stats is not None  # blocking refreshes always run
@@ -164,28 +175,6 @@ def baseline(docroot: Path, index: Path, page_size: int) -> list[str]:
         "--page-size",
         str(page_size),
     ]
-
-
-def worker_peak_rss_mb(master: int) -> float:
-    """The largest VmHWM among the gunicorn master's children (its workers), in MiB."""
-    peaks = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-            if ppid == master:
-                peaks.append(_vm_hwm_kib(stat.parent / "status"))
-        except (OSError, IndexError, ValueError):
-            continue  # a process that ended while we looked
-    if not peaks:
-        raise RuntimeError(f"no worker process under gunicorn master {master}")
-    return max(peaks) / 1024
-
-
-def _vm_hwm_kib(status: Path) -> int:
-    for line in status.read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1])
-    raise ValueError(f"no VmHWM in {status}")
 
 
 # -- the harvesting client ---------------------------------------------------------------
@@ -265,6 +254,7 @@ class Listing:
     got: dict[str, list[Harvest]]
     seconds: dict[str, list[float]]
     rss: dict[str, float]
+    first: FirstPageTimes
 
     def rate(self, name: str, total: int) -> float:
         """Items per second over whole harvests."""
@@ -304,16 +294,17 @@ def compare_listing(
         if records:  # the headline round also tries what a client gets with gzip negotiated
             contenders["gzip"] = run("gzip", mine, gzip=True)
         seconds = alternate(contenders, repeats=runs)
+        first = firstpage.measure({"ours": mine, "baseline": peer}, samples=5 * runs)
         if records:
             url = f"{mine.url}/oai"
             seconds["didl"] = [_timed_into(got["didl"], url, total) for _ in _record_runs(runs)]
         rss = {
             "ours": worker_peak_rss_mb(mine.process.pid),
             "baseline": worker_peak_rss_mb(peer.process.pid),
-            "master": _vm_hwm_kib(Path(f"/proc/{mine.process.pid}/status")) / 1024,
+            "master": vm_hwm_kib(mine.process.pid) / 1024,
         }
     _check_counts(total, [h for harvests in got.values() for h in harvests])
-    return Listing(page_size, got, seconds, rss)
+    return Listing(page_size, got, seconds, rss, first)
 
 
 def _record_runs(runs: int) -> range:
@@ -351,7 +342,7 @@ def million_rss(runs: int) -> tuple[int, float, float, float, float]:
         url, pages = f"{server.url}/oai", total // 1000 + 10
         times = alternate({"ours": lambda: harvest(url, "ListIdentifiers", "oai_dc", pages)}, runs)
         worker = worker_peak_rss_mb(server.process.pid)
-        master = _vm_hwm_kib(Path(f"/proc/{server.process.pid}/status")) / 1024
+        master = vm_hwm_kib(server.process.pid) / 1024
     return total, initial, total / median(times["ours"]), worker, master
 
 
@@ -433,6 +424,7 @@ def _listing_rows(listing: Listing, total: int) -> list[list[object]]:
         _row(f"first page, {size} (ms)", ours_ms, base_ms, f"< {TARGET_FIRST_MS}",
              ours_ms < TARGET_FIRST_MS),
     ]  # fmt: skip
+    rows += firstpage.rows(listing.first, size)
     if "gzip" in listing.seconds:
         gzip = listing.rate("gzip", total)
         rows.append(_row(f"ListIdentifiers, {size}, gzip negotiated (ids/s)", gzip, base))
@@ -481,6 +473,7 @@ def _figures(head: Listing, total: int, initial: float, refresh: float) -> dict[
         "baseline_ids_per_s": round(base),
         "ratio": round(ours / base, 2),
         "first_page_ms": round(head.first_ms("ours"), 2),
+        "first_page_sickle_ms": round(head.first.ms("sickle", "ours"), 2),
         "didl_mb_per_s": round(head.mb_per_s("didl"), 2),
         "rss_mb": round(head.rss["ours"], 1),
         "index_s": round(initial, 2),

@@ -10,7 +10,8 @@ harvest leaves this list (it now has a datestamp after T) instead of being deliv
 and appears in the next incremental harvest. Any page costs the same as the first. T is the
 responseDate of the first page, which waits for a refresh's commit in flight
 (``snapshot(settled=True)``): every row that becomes visible later is stamped T or after, so
-a harvest ``from=T`` exactly finds it.
+a harvest ``from=T`` exactly finds it. The items of a first page are made once for every
+harvest of the same list, until a refresh changes the index (:mod:`server_module.firstpages`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from server_module.contentcoding import Kept
+from server_module.firstpages import FirstPages, ListStart
 from server_module.formats import FormatContext, FormatRegistry, MetadataFormat
 from server_module.index import FileIndex
 from server_module.oai import render
@@ -59,6 +62,7 @@ class Repository:
         self.clock = clock
         self.stylesheet_url = stylesheet_url
         self.pages = PageCache()
+        self.firsts = FirstPages()
         self.codec = TokenCodec(index.secret(), ttl=settings.token_ttl, clock=clock)
         self.context = FormatContext(
             docroot=settings.docroot,
@@ -70,23 +74,25 @@ class Repository:
 
     def handle(self, pairs: Pairs) -> bytes:
         """The response document for the received arguments (never raises an OAI error)."""
-        return self.respond(pairs)[0]
+        return b"".join(self.respond(pairs)[0])
 
-    def respond(self, pairs: Pairs) -> tuple[bytes, tuple[str, str] | None]:
-        """The response document, and the (verb, token) of the request it invites next."""
+    def respond(self, pairs: Pairs) -> tuple[list[bytes], tuple[str, str] | None]:
+        """The response document in parts (:func:`render.document_parts`: a part made once
+        is sent, and compressed, as it is), and the (verb, token) of the request it invites
+        next."""
         env = render.Envelope(int(self.clock()), self.settings.endpoint_url, self.stylesheet_url)
         try:
             request = parse_request(pairs, known_prefixes=self.formats.prefixes())
         except OAIError as error:
             body = render.errors_body([error])
-            return render.document(env, echo_attributes(pairs, error), body), None
+            return render.document_parts(env, echo_attributes(pairs, error), body), None
         try:
             page = self._dispatch(request, env.response_date)
         except OAIError as error:
             echo = request.attributes if error.echo_arguments else ()
-            return render.document(env, echo, render.errors_body([error])), None
+            return render.document_parts(env, echo, render.errors_body([error])), None
         follow = None if page.next_token is None else (request.verb, page.next_token)
-        return render.document(env, request.attributes, page.body), follow
+        return render.document_parts(env, request.attributes, page.body), follow
 
     def read_ahead(self, verb: str, token: str) -> None:
         """Make the page this token asks for and keep it for its request (:mod:`pagecache`)."""
@@ -158,20 +164,38 @@ class Repository:
         return Page(render.verb_body("GetRecord", render.record(_header(rec), metadata)))
 
     def _ListIdentifiers(self, request: OAIRequest, now: int) -> Page:
-        state, limit = self._list_state(request, now), self.settings.page_size
+        state = self._list_state(request, now)
         with self.index.snapshot(settled=state.total < 0) as snap:
-            state = self._counted(state, snap)
-            rows = snap.headers(_selection(state), limit=limit + 1)
+            if state.total < 0:
+                start = self._first_headers(state, snap)
+                state = replace(state, total=start.total)
+            else:
+                start = self._headers(state, snap)
+        return self._list_page(
+            "ListIdentifiers", [start.items], start.count, state, start.last, start.more, now
+        )
+
+    def _first_headers(self, state: ListState, snap: Snapshot) -> ListStart:
+        """A list's first page of headers: kept from an earlier harvest of the same list and
+        the same index (:mod:`firstpages`), or made and kept."""
+        newest = snap.newest_datestamp()
+        bounds_nothing = newest is None or state.until >= newest
+        key = replace(state, until=-1 if bounds_nothing else state.until, issued=0)
+        generation = snap.generation()
+        start = self.firsts.get(key, generation)
+        if start is None:
+            start = self._headers(self._counted(state, snap), snap)
+            self.firsts.put(key, generation, start)
+        return start
+
+    def _headers(self, state: ListState, snap: Snapshot) -> ListStart:
+        limit = self.settings.page_size
+        rows = snap.headers(_selection(state), limit=limit + 1)
         page = rows[:limit]
         _require(page)
-        return self._list_page(
-            "ListIdentifiers",
-            render.headers(page),
-            state,
-            (page[-1][1], page[-1][0]),
-            len(rows) > limit,
-            now,
-        )
+        last = (page[-1][1], page[-1][0])
+        items = Kept("".join(render.headers(page)).encode())
+        return ListStart(state.total, items, len(page), last, len(rows) > limit)
 
     def _ListRecords(self, request: OAIRequest, now: int) -> Page:
         """Pages are cut by count and by size: ``oai_didl`` records carry whole files."""
@@ -192,9 +216,8 @@ class Repository:
         _require(parts)
         last = recs[len(parts) - 1]
         more = len(recs) > len(parts)
-        return self._list_page(
-            "ListRecords", parts, state, (last.datestamp, last.identifier), more, now
-        )
+        last_key = (last.datestamp, last.identifier)
+        return self._list_page("ListRecords", parts, len(parts), state, last_key, more, now)
 
     # -- lists -----------------------------------------------------------------------
 
@@ -223,20 +246,22 @@ class Repository:
     def _list_page(
         self,
         verb: str,
-        items: list[str],
+        items: Sequence[str | bytes],
+        count: int,
         state: ListState,
         last: tuple[int, str],
         more: bool,
         now: int,
     ) -> Page:
-        """The page and its resumptionToken element (§3.5): none for a list that fit in one
-        page, and an empty one on the last page of a longer list."""
+        """The page of ``count`` items (in ``items``, as parts) and its resumptionToken
+        element (§3.5): none for a list that fit in one page, and an empty one on the last
+        page of a longer list."""
         if not more:
-            total = max(state.total, state.cursor + len(items))
+            total = max(state.total, state.cursor + count)
             last_page = state.cursor > 0
             end = render.resumption_token("", total, state.cursor, None) if last_page else ""
             return Page(render.list_body(verb, items, end))
-        nxt = state.advance(last, len(items), now=now)
+        nxt = state.advance(last, count, now=now)
         total = max(state.total, nxt.cursor + 1)
         token = self.codec.encode(nxt)
         element = render.resumption_token(token, total, state.cursor, self.codec.expires(nxt))

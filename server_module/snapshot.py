@@ -122,7 +122,7 @@ class Snapshot:
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'mime_counts'").fetchone()
         if row is None:
             return None
-        (newest,) = self._conn.execute("SELECT max(datestamp) FROM files").fetchone()
+        newest = self.newest_datestamp()
         if until is not None and newest is not None and until < newest:
             return None
         counts: dict[str, int] = json.loads(row[0])
@@ -143,6 +143,11 @@ class Snapshot:
         """The smallest datestamp of any row, deleted ones included; None when empty."""
         (earliest,) = self._conn.execute("SELECT min(datestamp) FROM files").fetchone()
         return None if earliest is None else int(earliest)
+
+    def newest_datestamp(self) -> int | None:
+        """The largest datestamp of any row, deleted ones included; None when empty."""
+        (newest,) = self._conn.execute("SELECT max(datestamp) FROM files").fetchone()
+        return None if newest is None else int(newest)
 
     def set_specs(self) -> list[str]:
         """Every set that has an item: each MIME major type and each full type."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import zlib
 from functools import partial
 from importlib.resources import files as package_files
 from typing import Any
@@ -22,6 +21,7 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.datastructures import Headers
 from werkzeug.wsgi import wrap_file
 
+from server_module.contentcoding import coded
 from server_module.files import open_public
 from server_module.headers import etag, file_headers, http_date
 from server_module.oai.errors import BadArgument
@@ -62,9 +62,9 @@ def oai_endpoint() -> Response:
     repo = repository()
     raw = _raw_arguments()
     if raw is None:
-        return _compressed(_too_large(repo))
-    body, follow = repo.respond(raw)
-    response = _compressed(body)
+        return _coded([_too_large(repo)])
+    parts, follow = repo.respond(raw)
+    response = _coded(parts)
     if follow is not None and repo.settings.read_ahead:
         # Runs once the body is sent, while the harvester parses it (see pagecache).
         response.call_on_close(partial(repo.read_ahead, *follow))
@@ -96,22 +96,14 @@ def _too_large(repo: Repository) -> bytes:
     return document(env, (), errors_body([BadArgument("The request is too large")]))
 
 
-def _compressed(body: bytes) -> Response:
+def _coded(parts: list[bytes]) -> Response:
     """gzip or deflate when the client asks (advertised in Identify's ``compression``)."""
     accepted = request.accept_encodings
     headers = Headers({"Content-Type": XML, "Vary": "Accept-Encoding"})
-    if accepted["gzip"]:
-        body = _gzip(body)
-        headers["Content-Encoding"] = "gzip"
-    elif accepted["deflate"]:
-        body = zlib.compress(body, 6)
-        headers["Content-Encoding"] = "deflate"
-    return Response(body, headers=headers)
-
-
-def _gzip(body: bytes) -> bytes:
-    compressor = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    return compressor.compress(body) + compressor.flush()
+    coding = "gzip" if accepted["gzip"] else "deflate" if accepted["deflate"] else "identity"
+    if coding != "identity":
+        headers["Content-Encoding"] = coding
+    return Response(coded(parts, coding), headers=headers)
 
 
 def stylesheet() -> Response:

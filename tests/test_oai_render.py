@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coop_common.xmltext import is_plain, text
-from server_module.oai.render import header, headers
+from server_module.oai.render import Envelope, document, document_parts, header, headers
 
 # Percent-encoded URLs, as the index makes them, and anything a row could hold besides.
 URLS = st.from_regex(r"http://h/[A-Za-z0-9%/._~-]{0,30}", fullmatch=True)
@@ -45,3 +45,21 @@ def test_one_identifier_to_escape_escapes_it_alone() -> None:
     page = headers([("http://h/a", 0, 0, "text/html"), ("http://h/<b>", 0, 0, "text/html")])
     assert "<identifier>http://h/a</identifier>" in page[0]
     assert "<identifier>http://h/&lt;b&gt;</identifier>" in page[1]
+
+
+def test_a_document_in_parts_passes_each_bytes_part_on_as_it_is() -> None:
+    env = Envelope(1_900_000_000, "http://e.org/oai", "/oai/oai2.xsl")
+    kept = "<header>\u00e9</header>".encode()
+    body: list[str | bytes] = [
+        "<ListIdentifiers>",
+        kept,
+        "<resumptionToken/>",
+        "</ListIdentifiers>",
+    ]
+    parts = document_parts(env, [("verb", "ListIdentifiers")], body)
+    assert len(parts) == 3 and parts[1] is kept
+    assert parts[2] == b"<resumptionToken/></ListIdentifiers></OAI-PMH>\n"
+    whole = document(
+        env, [("verb", "ListIdentifiers")], "".join([body[0], kept.decode(), *body[2:]])
+    )
+    assert b"".join(parts) == whole

@@ -85,8 +85,8 @@ def _pages(repo: Repository, verb: str, prefix: str, ahead: bool) -> list[bytes]
     bodies = []
     pairs = [("verb", verb), ("metadataPrefix", prefix)]
     while True:
-        body, follow = repo.respond(pairs)
-        bodies.append(body)
+        parts, follow = repo.respond(pairs)
+        bodies.append(b"".join(parts))
         if follow is None:
             return bodies
         if ahead:

@@ -19,6 +19,7 @@ from server_module.records import set_specs_for
 OAI_NS = "http://www.openarchives.org/OAI/2.0/"
 OAI_SCHEMA = "http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
+_END = "</OAI-PMH>\n"
 
 
 @dataclass(frozen=True)
@@ -41,29 +42,50 @@ class RepositoryDescription:
     compression: Sequence[str] = ("gzip", "deflate")
 
 
-Body = str | list[str]
+Body = str | list[str | bytes]
 """A verb's response body: one string, or a list page's parts. Parts are joined once, with the
-envelope, because a page runs to megabytes and every copy of it costs (fresh pages of memory)."""
+envelope, because a page runs to megabytes and every copy of it costs (fresh pages of memory).
+A part already encoded (bytes) is passed on as it is: one made once for many responses."""
 
 
 def document(env: Envelope, echo: Iterable[tuple[str, str]], body: Body) -> bytes:
     """The whole response: XML declaration, stylesheet, envelope, ``request`` echo, body."""
+    return b"".join(document_parts(env, echo, body))
+
+
+def document_parts(env: Envelope, echo: Iterable[tuple[str, str]], body: Body) -> list[bytes]:
+    """:func:`document` in parts that join into it: each bytes part of the body as it is (the
+    same object), and the text between them encoded, each run of it as one part."""
+    head = _head(env, echo)
+    if isinstance(body, str):
+        return [(head + body + _END).encode()]
+    parts: list[bytes] = []
+    run = [head]
+    for part in body:
+        if isinstance(part, bytes):
+            parts += ["".join(run).encode(), part]
+            run = []
+        else:
+            run.append(part)
+    run.append(_END)
+    parts.append("".join(run).encode())
+    return parts
+
+
+def _head(env: Envelope, echo: Iterable[tuple[str, str]]) -> str:
     pi = (
         f'<?xml-stylesheet type="text/xsl" href="{attr(env.stylesheet_url)}"?>\n'
         if env.stylesheet_url
         else ""
     )
     attrs = "".join(f' {name}="{attr(value)}"' for name, value in echo)
-    head = (
+    return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'{pi}<OAI-PMH xmlns="{OAI_NS}" xmlns:xsi="{XSI}" '
         f'xsi:schemaLocation="{OAI_NS} {OAI_SCHEMA}">'
         f"<responseDate>{format_datestamp(env.response_date)}</responseDate>"
         f"<request{attrs}>{text(env.endpoint_url)}</request>"
     )
-    parts = [head, body] if isinstance(body, str) else [head, *body]
-    parts.append("</OAI-PMH>\n")
-    return "".join(parts).encode()
 
 
 def errors_body(errors: Sequence[OAIError]) -> str:
@@ -74,7 +96,7 @@ def verb_body(verb: str, inner: str) -> str:
     return f"<{verb}>{inner}</{verb}>"
 
 
-def list_body(verb: str, items: list[str], token: str) -> list[str]:
+def list_body(verb: str, items: Sequence[str | bytes], token: str) -> list[str | bytes]:
     """A page of a list verb (§4.3, §4.4, §4.5) in parts: its items, then its resumptionToken."""
     return [f"<{verb}>", *items, token, f"</{verb}>"]
 
