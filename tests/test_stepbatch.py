@@ -70,6 +70,7 @@ def test_a_batch_is_due_after_its_seconds(tmp_path: Path) -> None:
     with SQLiteState(db) as state:
         _seen, front, root = seeded(state, tmp_path / "seen.fp")
         steps = batch(front, tmp_path, 100, clock)
+        front.scheduler.done(root.host, now=0.0, latency=0.0, nbytes=0, status=200)
         assert steps.due_in() is None
         with steps.step():
             state.dequeue(root.url)
@@ -81,6 +82,10 @@ def test_a_batch_is_due_after_its_seconds(tmp_path: Path) -> None:
         clock.now += 0.75
         steps.commit_if_due()
         assert committed(db) == {SITE} | {link.url for link in links(0)}
+        step(steps, front, 1)
+        clock.now += 1.0
+        step(steps, front, 2)  # the step that finds its batch due commits it
+        assert committed(db) >= {link.url for p in (1, 2) for link in links(p)}
 
 
 def test_a_failed_step_rolls_back_its_batch_and_unsees_its_links(tmp_path: Path) -> None:

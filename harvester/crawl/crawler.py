@@ -104,7 +104,6 @@ class Crawler:
         loop = asyncio.get_running_loop()
         running: set[asyncio.Task[None]] = set()
         while not self._limited():
-            self.batch.commit_if_due()
             if self.leasing is not None and self.leasing.due(loop.time()):
                 self._rebalance(loop.time())
             item = self.frontier.next(loop.time()) if len(running) < self.concurrency else None
@@ -169,18 +168,24 @@ class Crawler:
         return urls
 
     async def _wait(self, running: set[asyncio.Task[None]], now: float, *, full: bool) -> None:
-        """Until a fetch ends or (with a free slot) the next host becomes eligible."""
+        """Until a fetch ends, (with a free slot) the next host becomes eligible or the open
+        batch of steps is due; then commits that batch if it is due."""
         wake = None if full else self.frontier.wake_time()
         timeout = None if wake is None else max(0.0, wake - now)
         if (due := self.batch.due_in()) is not None:
             timeout = due if timeout is None else min(timeout, due)
         if not running:
             await asyncio.sleep(timeout or 0.0)
-            return
-        done, _ = await asyncio.wait(running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        running.difference_update(done)
-        for task in done:
-            task.result()  # re-raise a crash of the step itself (a bug, not a fetch error)
+        else:
+            done, _ = await asyncio.wait(
+                running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            running.difference_update(done)
+            for task in done:
+                task.result()  # re-raise a crash of the step itself (a bug, not a fetch error)
+        # Here, before the next URL is handed out: a commit between handing a URL out and
+        # its request would shorten the politeness gap the host sees after it.
+        self.batch.commit_if_due()
 
     def _limited(self) -> bool:
         lim = self.limits

@@ -159,6 +159,8 @@ class Frontier:
         )
 
     def _enqueue(self, rows: list[QueuedRow]) -> list[QueuedRow]:
+        if not rows:
+            return []  # most pages link only to URLs seen before: no statement at all
         added = self.state.enqueue(self.site, rows)
         for row in added:
             if self.owns(row.host):

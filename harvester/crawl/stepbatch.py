@@ -7,7 +7,9 @@ batch's links only after its commit) inside the WARC writer's :meth:`one_file` b
 group of an uncommitted page reaches a finished file, where the reconcile step after a crash
 would not look). Every page's WARC group is written before its step, hence before the commit
 that records it: a crash loses only steps the state never heard of, whose pages are still
-queued and are fetched again, their groups found by the reconcile step.
+queued and are fetched again, their groups found by the reconcile step. A batch commits at the
+end of the step that fills it or finds it due, or when the caller, idle, finds it due
+(:meth:`commit_if_due`).
 
 A step that raises rolls the whole batch back (its earlier steps too) and re-raises: the state
 then knows none of them, which is what a crash would have left. With ``most=1`` every step
@@ -49,7 +51,7 @@ class StepBatch:
             self._end(exc)
             raise
         self._steps += 1
-        if self._steps >= self.most:
+        if self._steps >= self.most or self.due_in() == 0.0:
             self.commit()
 
     def due_in(self) -> float | None:
