@@ -220,10 +220,16 @@ class Harvest:
         On the OAI-PMH path they count as archived. A crawl fetches such a page again, to
         queue its links; the capture's digests are remembered so the refetch becomes a
         revisit, but not its validators: a conditional request would be answered 304, with
-        no body to take the links from, and the page's links would never be queued.
+        no body to take the links from, and the page's links would never be queued. A crawl
+        commits its pages in batches, so such a page may have no row yet (the step that
+        queued it was not committed either): it gets a pending one, so that when its link is
+        found again, the refetch is a revisit too.
         """
         found = recorder.reconcile(repaired)
         known = self.state.known_record_ids(c.record_id for _u, c in found)
+        if not archive:
+            fresh = [u for u, c in found if c.record_id not in known]
+            self.state.add_pending(self.settings.site_url, fresh)
         for url, capture in found:
             res = self.state.get(url)
             if capture.record_id in known or res is None or res.status != "pending":

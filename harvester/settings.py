@@ -74,6 +74,7 @@ class HarvestSettings:
     respect_nofollow: bool = False
     seen_cache: int = 50_000  # entries of the seen-URL test's in-memory CLOCK cache
     commit_every: int = 256  # resources whose marks share one state commit (and one WARC file)
+    commit_seconds: float = 1.0  # a crawl commits its batch of pages at least this often
     # -- the resource fetcher (harvester.fetch); times in seconds, sizes in bytes --
     connect_timeout: float = 10.0
     read_timeout: float = 30.0  # the longest a body may stall

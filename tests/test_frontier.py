@@ -91,3 +91,27 @@ def test_a_committed_step_is_seen_after_a_kill(tmp_path: Path) -> None:
             again = frontier(state, resumed)
             assert again.open() == len(LINKS)
             assert again.discovered(fetched(again), LINKS) == []
+
+
+def test_links_to_a_waiting_url_add_to_its_persisted_scores(tmp_path: Path) -> None:
+    """Later links to a URL still queued add to its scores in the scheduler and, when the
+    step commits, in the state: a resumed crawl orders it as the killed one did."""
+    with SQLiteState(tmp_path / "state.sqlite") as state:
+        _seen, front, root = seeded(state, tmp_path / "seen.fp")
+        with front.step():
+            state.dequeue(root.url)
+            front.discovered(root, LINKS)
+        front.scheduler.done(root.host, now=0.0, latency=0.0, nbytes=0, status=200)
+        page = fetched(front)
+        waiting = [link for link in LINKS if link.url != page.url]
+        before = front.scheduler.waiting(waiting[0].url, page.host)
+        assert before is not None
+        with front.step():
+            state.dequeue(page.url)
+            assert front.discovered(page, waiting) == []
+        after = front.scheduler.waiting(waiting[0].url, page.host)
+        assert after is not None and after.score("backlinks") > before.score("backlinks")
+        stored = {row.url: row.scores for row in state.queued(SITE)}
+        for link in waiting:
+            now = front.scheduler.waiting(link.url, page.host)
+            assert now is not None and stored[link.url] == now.scores

@@ -570,3 +570,26 @@ def test_extraction_never_raises_on_link_shaped_junk(markup: str) -> None:
     for content_type in ("text/html", "text/css"):
         for link in extract_links(markup.encode(), BASE, content_type):
             assert link.url.startswith(("http://", "https://"))
+
+
+_REFERENCES = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["../a", "./b", ".", "..", "//x/y", "?q", "#f", "g?y#z", "http:g", "/abs"]),
+    st.sampled_from(["\x1b", " \t?x", ";x", "x:y", "\n#top", "a b/../c"]),
+)
+_BASES = st.sampled_from(
+    ["http://h/", "http://h/a/b.html?x=/y", "https://h:8443/a/", "http://h/a?q#f", "http://h"]
+)
+
+
+@given(_REFERENCES, _BASES)
+def test_links_resolved_per_directory_are_resolved_as_against_the_page(ref: str, base: str) -> None:
+    """A link's canonical URL is kept per (reference, base directory) across pages; that
+    key must give what resolving against the page itself gives."""
+    from harvester.crawl.links import _canonical_in, _canonical_or_none, _canonical_uncached
+
+    _canonical_in.cache_clear()
+    for _twice in range(2):
+        assert _canonical_or_none(ref, base) == (
+            _canonical_uncached(ref, base) if ref.strip() else None
+        )

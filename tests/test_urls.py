@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from harvester.crawl.urls import canonicalize, host_of, is_in_scope
+from harvester.crawl.urls import canonicalize, host_of, host_of_canonical, is_in_scope
 
 RFC_BASE = "http://a/b/c/d;p?q"
 
@@ -257,6 +257,17 @@ def test_canonicalize_is_idempotent(url: str) -> None:
     assert canonicalize(key) == key
     assert set(key) <= _CANONICAL_CHARS
     assert "#" not in key and "/./" not in key and "/../" not in key
+
+
+@given(_urls())
+def test_the_host_of_a_canonical_url_is_read_off_it(url: str) -> None:
+    """The frontier and the scope read a canonical URL's host without parsing it again."""
+    try:
+        key = canonicalize(url)
+    except ValueError:
+        assume(False)
+        return
+    assert host_of_canonical(key) == host_of(url)
 
 
 @given(_urls(), st.sampled_from(["http://base.example/a/b?c", "https://b/"]), _TEXT)

@@ -80,6 +80,7 @@ def build_crawler(
         summary=summary,
         respect_nofollow=settings.respect_nofollow,
         progress=progress,
+        commits=(settings.commit_every, settings.commit_seconds),
         leasing=None
         if state.leases is None
         else HostLeasing(

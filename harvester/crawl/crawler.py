@@ -4,10 +4,12 @@ Used when a site has no OAI-PMH provider (or with ``--mode crawl``). It writes t
 WARC groups, DIDL records and CDXJ index through the same recorder and state as the OAI-PMH
 path, plus a ``metadata`` record of outlinks per page, as Heritrix does.
 
-Each fetched page is one step: its WARC group is written out, then one state
-transaction records the page as fetched and queues its new links. A crawl killed at any
-moment resumes from the persisted queue: no discovered URL is lost, and a page in flight at
-the kill is fetched again, its duplicate caught by payload digest (a revisit record).
+Each fetched page is one step: its WARC group is written out, then the state records the
+page as fetched and queues its new links, in a transaction that many steps share
+(``crawl/stepbatch.py``: up to ``commit_every`` pages, committed at least every
+``commit_seconds``). A crawl killed at any moment resumes from the persisted queue: no
+discovered URL is lost, and a page whose step was not committed at the kill is fetched again,
+its duplicate caught by payload digest (a revisit record).
 Redirects are not followed in place: the 3xx response is archived and its target queued.
 
 With ``leasing`` (a state many workers share), the crawler schedules only the hosts it holds
@@ -30,6 +32,7 @@ from harvester.crawl.leasing import HostLeasing
 from harvester.crawl.links import Link, extract_links
 from harvester.crawl.scheduling import QueuedURL
 from harvester.crawl.sitemaps import sitemap_urls
+from harvester.crawl.stepbatch import StepBatch
 from harvester.exceptions import FetchError, LeaseLost, PermanentFetchError, TransientFetchError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
@@ -64,6 +67,7 @@ class Crawler:
         respect_nofollow: bool = False,
         progress: Progress | None = None,
         leasing: HostLeasing | None = None,
+        commits: tuple[int, float] = (1, 0.0),
     ) -> None:
         self.site, self.seeds = site, seeds
         self.leasing = leasing
@@ -77,10 +81,26 @@ class Crawler:
         self.progress = progress or (lambda summary, remaining: None)
         self._hosts_seen: set[str] = set()
         self._pages = 0
+        most, seconds = commits
+        self.batch = StepBatch(
+            frontier.step,
+            recorder.writer.one_file,
+            most=1 if leasing is not None else most,  # each acknowledgement under its lease
+            seconds=seconds,
+        )
 
     async def run(self) -> bool:
         """Crawl until the frontier is empty or a limit is reached; True when it emptied."""
         await self._start()
+        try:
+            await self._loop()
+        finally:
+            self.batch.commit()  # the steps done: each is whole (a failed one rolled back)
+        if self.leasing is not None:
+            self.leasing.close()  # its hosts are free at once, not at their expiry
+        return len(self.frontier) == 0 and not self._limited()
+
+    async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         running: set[asyncio.Task[None]] = set()
         while not self._limited():
@@ -97,9 +117,6 @@ class Crawler:
             await self._wait(running, loop.time(), full=len(running) >= self.concurrency)
         if running:
             await asyncio.gather(*running)
-        if self.leasing is not None:
-            self.leasing.close()  # its hosts are free at once, not at their expiry
-        return len(self.frontier) == 0 and not self._limited()
 
     async def _start(self) -> None:
         if self.leasing is not None:  # its hosts come with its leases; a cycle starts once
@@ -151,16 +168,24 @@ class Crawler:
         return urls
 
     async def _wait(self, running: set[asyncio.Task[None]], now: float, *, full: bool) -> None:
-        """Until a fetch ends or (with a free slot) the next host becomes eligible."""
+        """Until a fetch ends, (with a free slot) the next host becomes eligible or the open
+        batch of steps is due; then commits that batch if it is due."""
         wake = None if full else self.frontier.wake_time()
         timeout = None if wake is None else max(0.0, wake - now)
+        if (due := self.batch.due_in()) is not None:
+            timeout = due if timeout is None else min(timeout, due)
         if not running:
             await asyncio.sleep(timeout or 0.0)
-            return
-        done, _ = await asyncio.wait(running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        running.difference_update(done)
-        for task in done:
-            task.result()  # re-raise a crash of the step itself (a bug, not a fetch error)
+        else:
+            done, _ = await asyncio.wait(
+                running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            running.difference_update(done)
+            for task in done:
+                task.result()  # re-raise a crash of the step itself (a bug, not a fetch error)
+        # Here, before the next URL is handed out: a commit between handing a URL out and
+        # its request would shorten the politeness gap the host sees after it.
+        self.batch.commit_if_due()
 
     def _limited(self) -> bool:
         lim = self.limits
@@ -217,7 +242,7 @@ class Crawler:
 
     def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
         if result.status in GONE:
-            with self.state.transaction():
+            with self.batch.step():
                 self._acknowledge(item)
                 self.state.mark_gone(item.url, result.status)
                 self.state.dequeue(item.url)
@@ -227,7 +252,7 @@ class Crawler:
         assert res is not None, "every queued URL has a resource row"
         outlinks = [link.url for link in links]
         capture, unchanged = self.recorder.fetched(res, result, outlinks=outlinks)
-        with self.frontier.step():
+        with self.batch.step():
             self._acknowledge(item)
             self.state.mark_archived(item.url, capture, None)
             self.state.dequeue(item.url)
@@ -256,7 +281,7 @@ class Crawler:
     def _failed(self, item: QueuedURL, exc: FetchError, latency: float) -> None:
         status = getattr(exc, "status", None)
         log.warning("%s: %s", item.url, exc)
-        with self.state.transaction():
+        with self.batch.step():
             self._acknowledge(item)
             self.state.mark_failed(item.url, str(exc), status)
             if isinstance(exc, PermanentFetchError):

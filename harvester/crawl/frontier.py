@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from urllib.parse import urlsplit
+from dataclasses import replace
 
 from harvester.crawl.links import Link
 from harvester.crawl.policies import PolicySet
@@ -21,7 +21,7 @@ from harvester.crawl.quality import Outlink, PageState, Scorer, distinct
 from harvester.crawl.scheduling import QueuedURL, Scheduler
 from harvester.crawl.scope import Scope
 from harvester.crawl.seen import SeenSet
-from harvester.crawl.urls import canonicalize, host_of
+from harvester.crawl.urls import canonicalize, host_of_canonical
 from harvester.storage.protocol import QueuedRow, State
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,7 @@ class Frontier:
         self.policies = policies
         self._seq = 0
         self._distance: dict[str, int] = {}  # link hops since each queued URL's policy began
+        self._rescored: dict[str, tuple[dict[str, float], str]] = {}  # written by the step
         # Whether this worker schedules a host's URLs: always, unless the crawl is shared
         # (crawl/leasing.py), when only the hosts it holds; the others' URLs are only queued.
         self.owns: Callable[[str], bool] = lambda host: True
@@ -92,8 +93,12 @@ class Frontier:
         """One fetched page's state transaction: ``with frontier.step(): ...`` records the
         page and, through :meth:`discovered`, queues its links, all in one commit. The seen
         set persists those links only after the commit, and forgets them if the step fails."""
-        with self.seen.deferred(), self.state.transaction():
-            yield
+        try:
+            with self.seen.deferred(), self.state.transaction():
+                yield
+                self.state.rescore((url, *change) for url, change in self._rescored.items())
+        finally:
+            self._rescored.clear()  # written, or rolled back with the step
 
     def discovered(self, parent: QueuedURL, links: Sequence[Link]) -> list[QueuedRow]:
         """Score a fetched page's links; queue the new ones, add to the score of the others.
@@ -149,9 +154,13 @@ class Frontier:
         via: str | None,
     ) -> QueuedRow:
         self._seq += 1
-        return QueuedRow(url, host_of(url), depth, policy, distance, dict(scores), self._seq, via)
+        return QueuedRow(
+            url, host_of_canonical(url), depth, policy, distance, dict(scores), self._seq, via
+        )
 
     def _enqueue(self, rows: list[QueuedRow]) -> list[QueuedRow]:
+        if not rows:
+            return []  # most pages link only to URLs seen before: no statement at all
         added = self.state.enqueue(self.site, rows)
         for row in added:
             if self.owns(row.host):
@@ -165,26 +174,24 @@ class Frontier:
     def _bump(self, url: str, gained: Mapping[str, float], policy: str) -> None:
         """A later link adds to a queued URL's score; the most trusting policy wins.
 
-        Most links name pages fetched or in flight already: those are left as they are, and
-        the state is not asked (the page in flight was handed out with its scores and policy).
+        Most links name pages fetched or in flight already: those are left as they are (the
+        page in flight was handed out with its scores and policy). A URL still waiting has
+        its scores and policy in the scheduler, as the state has them; the new ones are
+        written when the step commits, once per URL however many links it got.
         """
-        if not self.scheduler.queued(url, urlsplit(url).hostname or ""):
+        item = self.scheduler.waiting(url, host_of_canonical(url))
+        if item is None:
             return
-        for row in self.state.queued_url(url):
-            combined = self.policies.combine(row.policy, policy)
-            scores = _add(row.scores, gained)
-            if not self.state.rescore(url, scores, combined):
-                continue
-            if combined != row.policy:
-                self._schedule(_with(row, scores=scores, policy=combined, distance=0))
-            elif gained:
-                self.scheduler.bump(url, row.host, gained)
-
-
-def _with(row: QueuedRow, **changes: object) -> QueuedRow:
-    from dataclasses import replace
-
-    return replace(row, **changes)  # type: ignore[arg-type]
+        combined = self.policies.combine(item.policy, policy)
+        if combined == item.policy and not gained:
+            return
+        scores = _add(item.scores, gained)
+        self._rescored[url] = (scores, combined)
+        if combined != item.policy:
+            self._distance[url] = 0  # a switch starts afresh
+            self.scheduler.add(replace(item, scores=scores, policy=combined))
+        else:
+            self.scheduler.bump(url, item.host, gained)
 
 
 def _add(scores: Mapping[str, float], gained: Mapping[str, float]) -> dict[str, float]:

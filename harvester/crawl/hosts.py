@@ -139,6 +139,10 @@ class HostState:
     def __contains__(self, url: object) -> bool:
         return url in self._items
 
+    def get(self, url: str) -> QueuedURL | None:
+        """The queued item of ``url``, or None if it is not queued here."""
+        return self._items.get(url)
+
     # -- level 2: the host's own queue --
 
     def push(self, item: QueuedURL) -> bool:

@@ -31,6 +31,7 @@ import re
 import string
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 from lxml import etree
@@ -148,10 +149,40 @@ def _links(candidates: Iterable[_Candidate]) -> list[Link]:
 def _canonical_or_none(value: str, base: str) -> str | None:
     if not value.strip():
         return None  # an empty src or href is a placeholder, not a link to the page itself
+    if value.lstrip(_EDGE_JUNK)[:1] in ("", "?", "#"):
+        return _canonical_uncached(value, base)  # resolved against the base's path and query
+    return _canonical_in(value, _directory(base))
+
+
+def _canonical_uncached(value: str, base: str) -> str | None:
     try:
         return canonicalize(value, base)
     except ValueError:
         return None
+
+
+# Pages repeat their neighbours' links (menus, headers, the same relative paths): a
+# reference that is not only a query or a fragment resolves against its base's scheme,
+# authority and directory alone (RFC 3986 §5.2.2, §5.2.3), so the result is kept per
+# (reference, directory) across pages.
+_canonical_in = lru_cache(maxsize=16384)(_canonical_uncached)
+_EDGE_JUNK = "".join(chr(code) for code in range(0x21))  # as urls.canonicalize strips them
+
+
+def _directory(base: str) -> str:
+    """``base`` without its query and fragment, up to its path's last ``/``.
+
+    >>> _directory("http://h/a/b.html?x=/y#z"), _directory("http://h")
+    ('http://h/a/', 'http://h')
+    """
+    cut = len(base)
+    for mark in ("?", "#"):
+        if (at := base.find(mark, 0, cut)) >= 0:
+            cut = at
+    after_authority = base.find("/", base.find("//") + 2, cut)
+    if after_authority < 0:
+        return base[:cut]  # no path: the authority alone
+    return base[: base.rfind("/", after_authority, cut) + 1]
 
 
 # Headers

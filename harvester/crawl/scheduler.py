@@ -52,6 +52,10 @@ class Scheduler(Protocol):
     def queued(self, url: str, host: str) -> bool:
         """Whether ``url`` (of ``host``) waits in a queue: added, not yet handed out."""
 
+    def waiting(self, url: str, host: str) -> QueuedURL | None:
+        """The item of ``url`` (of ``host``) if it waits in a queue, with its scores and
+        policy as they are now; None otherwise."""
+
     def __len__(self) -> int:
         """URLs queued."""
 

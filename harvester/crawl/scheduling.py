@@ -146,6 +146,10 @@ class _TwoLevel:
         state = self._hosts.get(host)
         return state is not None and url in state
 
+    def waiting(self, url: str, host: str) -> QueuedURL | None:
+        state = self._hosts.get(host)
+        return None if state is None else state.get(url)
+
     def __len__(self) -> int:
         return self._queued
 

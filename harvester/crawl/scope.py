@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from harvester.crawl.traps import QueryVariantCounter, TrapRules, check_trap
-from harvester.crawl.urls import host_of
+from harvester.crawl.urls import host_of, host_of_canonical
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class Scope:
         return reason
 
     def _reason(self, url: str, depth: int) -> str | None:
-        if not self.on_site(url):
+        if host_of_canonical(url) not in self.hosts:  # the crawl's URLs are canonical
             return "off-site: another host"
         if depth > self.max_depth:
             return f"depth: more than {self.max_depth} links from a seed"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 __all__ = ["QueryVariantCounter", "TrapRules", "check_trap"]
 
@@ -42,8 +41,11 @@ def check_trap(url: str, rules: TrapRules) -> str | None:
     """
     if len(url) > rules.max_url_length:
         return f"URL is {len(url)} characters long (limit {rules.max_url_length})"
-    parts = urlsplit(url)
-    return _path_trap(parts.path, rules) or _query_trap(parts.query, rules)
+    # A canonical URL has no fragment, and its path starts at the first "/" after "//".
+    rest, _mark, query = url.partition("?")
+    start = rest.find("/", rest.find("//") + 2)
+    path = rest[start:] if start >= 0 else ""
+    return _path_trap(path, rules) or _query_trap(query, rules)
 
 
 def _path_trap(path: str, rules: TrapRules) -> str | None:
@@ -57,6 +59,8 @@ def _path_trap(path: str, rules: TrapRules) -> str | None:
         segments.pop()  # a trailing slash adds no depth
     if len(segments) > rules.max_path_depth:
         return f"path is {len(segments)} segments deep (limit {rules.max_path_depth})"
+    if len(segments) <= rules.max_repeated_segments:
+        return None  # too few segments for any to repeat too often
     for segment, count in Counter(segments).most_common(1):
         if count > rules.max_repeated_segments:
             limit = rules.max_repeated_segments

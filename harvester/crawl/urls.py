@@ -41,7 +41,7 @@ try:
 except ImportError:  # pragma: no cover - idna comes with requests, but is not required
     _idna = None  # type: ignore[assignment]
 
-__all__ = ["canonicalize", "host_of", "is_in_scope"]
+__all__ = ["canonicalize", "host_of", "host_of_canonical", "is_in_scope"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -123,6 +123,22 @@ def host_of(url: str) -> str:
     host = urlsplit(canonicalize(url)).hostname
     assert host is not None  # a canonical URL always has one
     return host
+
+
+def host_of_canonical(url: str) -> str:
+    """``host_of`` for a URL that ``canonicalize`` made, read off its authority rather than
+    parsed again (a canonical authority has no userinfo and a lower-case host); ``ValueError``
+    for a string with no ``://``.
+
+    >>> host_of_canonical("https://www.example.org:8443/x?y=http://z/")
+    'www.example.org'
+    >>> host_of_canonical("http://[2001:db8::1]:8080/")
+    '2001:db8::1'
+    """
+    authority = url[url.index("://") + 3 :].partition("/")[0]
+    if authority.startswith("["):
+        return authority[1 : authority.index("]")]
+    return authority.partition(":")[0]
 
 
 def is_in_scope(url: str, hosts: frozenset[str]) -> bool:

@@ -240,11 +240,10 @@ class FrontierStore(Protocol):
     def queued(self, site: str, hosts: Collection[str] | None = None) -> Iterator[QueuedRow]:
         """The queued URLs in discovery order; with ``hosts``, of those hosts only."""
 
-    def queued_url(self, url: str) -> list[QueuedRow]: ...
-
     def dequeue(self, url: str) -> None: ...
 
-    def rescore(self, url: str, scores: dict[str, float], policy: str) -> bool: ...
+    def rescore(self, changes: Iterable[tuple[str, dict[str, float], str]]) -> None:
+        """Store queued URLs' new (url, scores, policy); a URL no longer queued is left."""
 
     def requeue_done(self, site: str) -> int: ...
 

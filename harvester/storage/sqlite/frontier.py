@@ -58,23 +58,15 @@ class SQLiteFrontier(SQLiteConnection):
         for row in rows:
             yield queued_row(row)
 
-    def queued_url(self, url: str) -> list[QueuedRow]:
-        """The frontier row of ``url`` if it is still queued (empty list otherwise)."""
-        rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM frontier WHERE url=? AND status='queued'", (url,)
-        ).fetchall()
-        return [queued_row(row) for row in rows]
-
     def dequeue(self, url: str) -> None:
         self.db.execute("UPDATE frontier SET status='done' WHERE url=?", (url,))
 
-    def rescore(self, url: str, scores: dict[str, float], policy: str) -> bool:
-        """Store a queued URL's new scores and policy; False if it is not queued any more."""
-        cur = self.db.execute(
+    def rescore(self, changes: Iterable[tuple[str, dict[str, float], str]]) -> None:
+        """Store queued URLs' new (url, scores, policy); a URL no longer queued is left."""
+        self.db.executemany(
             "UPDATE frontier SET scores=?, policy=? WHERE url=? AND status='queued'",
-            (json.dumps(scores), policy, url),
+            [(json.dumps(scores), policy, url) for url, scores, policy in changes],
         )
-        return cur.rowcount > 0
 
     def requeue_done(self, site: str) -> int:
         """Start a new crawl cycle: every fetched URL is queued again, for a revisit."""
