@@ -39,10 +39,11 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
 
 from coop_common.component import Component
-from harvester.archive.cdxline import capture_line
+from harvester.archive.cdxline import capture_line, line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.archive.metarecord import metadata_member
-from harvester.archive.records import WARC_VERSION, RecordFactory, _warc_date
+from harvester.archive.recordbytes import Built
+from harvester.archive.records import WARC_VERSION, RecordFactory
 from harvester.archive.repair import repair_open_files
 from harvester.clock import as_utc
 from harvester.exceptions import ArchiveError
@@ -196,23 +197,42 @@ class RotatingWARCWriter(RecordFactory, Component):
     def stamps(self, count: int) -> list[tuple[str, str]]:
         """``count`` new (WARC-Record-ID, WARC-Date) pairs from the writer's own IDs and
         clock, for records built elsewhere and written by :meth:`write_members`."""
-        return [(self._make_id(), _warc_date(self._clock())) for _ in range(count)]
+        return [self.stamp() for _ in range(count)]
 
     def write_members(self, records: Sequence[tuple[str, str, bytes]]) -> list[RecordLocation]:
         """Records built elsewhere, each a gzip member (record ID, WARC-Date, member), that
         are not captures (no CDXJ line), written as one group as :meth:`write_group` does."""
+        return self.write_built([Built(rid, date, member) for rid, date, member in records])
+
+    def write_built(
+        self,
+        records: Sequence[Built],
+        then: Callable[[list[RecordLocation]], Sequence[Built]] | None = None,
+    ) -> list[RecordLocation]:
+        """Records built by hand (:mod:`harvester.archive.recordbytes`), written as one group
+        as :meth:`write_group` writes its records, ``then`` included; a capture's CDXJ line is
+        made from the fields it carries."""
         if not self._is_open:
             raise ArchiveError("the WARC writer is not open")
         if not records:
             return []
         current = self._file_for_group()
-        locations = []
         with self._group(current):
-            offset = current.fh.tell()
-            for record_id, date, member in records:
-                current.fh.write(member)
-                locations.append(RecordLocation(record_id, current.name, offset, len(member), date))
-                offset += len(member)
+            locations = self._write_built(current, records)
+            if then is not None:
+                locations += self._write_built(current, then(list(locations)))
+        return locations
+
+    def _write_built(self, current: _OpenFile, records: Sequence[Built]) -> list[RecordLocation]:
+        offset, name = current.fh.tell(), current.name
+        locations = []
+        for built in records:
+            current.fh.write(built.member)
+            length = len(built.member)
+            if built.capture is not None:
+                current.captures.append(line(built.capture, built.warc_date, name, offset, length))
+            locations.append(RecordLocation(built.record_id, name, offset, length, built.warc_date))
+            offset += length
         return locations
 
     @contextmanager
