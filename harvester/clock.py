@@ -6,6 +6,7 @@ take a ``clock`` so tests can fix the time; :func:`utcnow` is the real one they 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -25,6 +26,7 @@ def as_utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
 
 
+@functools.lru_cache(maxsize=256)  # a site's files share their Last-Modified seconds
 def http_time(value: str | None) -> float | None:
     """An HTTP-date (``Last-Modified``) as epoch seconds; None when absent or unreadable.
 

@@ -202,7 +202,7 @@ class Fetcher:
             result = await self._with_retries(method, current, headers, policy)
             location = redirect_target(result) if follow else None
             if location is None:
-                return replace(result, redirects=tuple(redirects))
+                return replace(result, redirects=tuple(redirects)) if redirects else result
             redirects.append((result.url, result.status, location))
             check_hop(url, redirects, policy.max_redirects)
             log.debug("redirect %s -> %s (%d)", current, location, result.status)
@@ -316,7 +316,8 @@ class Fetcher:
             if timeout <= 0:
                 return b"".join(chunks), TRUNCATED_TIME
             try:
-                chunk = await asyncio.wait_for(response.content.readany(), timeout)
+                async with asyncio.timeout(timeout):  # no task per read, as wait_for makes
+                    chunk = await response.content.readany()
             except TimeoutError:
                 return b"".join(chunks), TRUNCATED_TIME
             except (aiohttp.ClientError, OSError):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
@@ -188,4 +188,5 @@ class Lister:
 
 def _listed(header: ListedHeader) -> Listed:
     """A mod_oai header as the state keeps it: its identifier is the resource's URL."""
-    return Listed(url=header.identifier, **asdict(header))
+    h = header  # field by field: dataclasses.asdict copies deeply, at a cost per header
+    return Listed(h.identifier, h.identifier, h.datestamp, h.set_specs, h.deleted)

@@ -10,6 +10,7 @@ missed.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -27,6 +28,7 @@ _DATE_PATTERNS = {
 _UNITS = {DAY: timedelta(days=1), SECONDS: timedelta(seconds=1)}
 
 
+@functools.lru_cache(maxsize=1024)  # a list's datestamps repeat: a refresh stamps many alike
 def parse_oai_datestamp(text: str) -> datetime:
     """A UTCdatetime in either granularity, as an aware UTC datetime.
 

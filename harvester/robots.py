@@ -14,7 +14,9 @@ size and redirect limits for robots.txt), so it can be tested with a fake.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,6 +30,8 @@ from harvester.exchange import HttpExchange
 
 log = logging.getLogger(__name__)
 
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")  # scheme and authority
+
 
 def robots_url(url: str) -> str:
     """The robots.txt governing ``url``: same scheme, host and port.
@@ -35,6 +39,12 @@ def robots_url(url: str) -> str:
     >>> robots_url("https://User@Example.org:8443/a/b?c=d#e")
     'https://example.org:8443/robots.txt'
     """
+    origin = _ORIGIN.match(url)  # a URL's robots.txt is its origin's: made once per origin
+    return _origin_robots_url(origin.group() if origin else url)
+
+
+@functools.lru_cache(maxsize=1024)
+def _origin_robots_url(url: str) -> str:
     return str(URL(url).origin().with_path("/robots.txt"))
 
 
@@ -80,6 +90,9 @@ class RobotsCache:
     async def rules(self, url: str) -> RobotsRules:
         """The rules for ``url``'s origin, fetching robots.txt if none are fresh."""
         key = robots_url(url)
+        cached = self._rules.get(key)
+        if cached is not None and cached.expires > self._clock():
+            return cached  # the usual case: no lock to take
         async with self._locks.setdefault(key, asyncio.Lock()):
             cached = self._rules.get(key)
             if cached is None or cached.expires <= self._clock():

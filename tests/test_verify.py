@@ -13,6 +13,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from coop_common.exitcode import ExitCode
+from harvester.archive.recordbytes import gzip_parts
 from harvester.cli import main
 from tests.harvested import Harvested, harvested
 
@@ -72,13 +73,13 @@ def test_a_flipped_payload_byte_is_named_with_its_record_offset(
     path = the_warc(folder)
     offset, length, _ = next(m for m in members(path) if m[2] == "response")
     data = bytearray(path.read_bytes())
-    # the same record with one payload byte changed, recompressed to the same length, so
-    # every other record stays where the index and the state say it is
+    # the same record with one payload byte changed, recompressed (as the writer compresses
+    # it) to the same length, so every other record stays where the index and the state say
     plain = bytearray(gzip.decompress(bytes(data[offset : offset + length])))
     for position in range(len(plain) - 5, len(plain) - 200, -1):
         changed = bytearray(plain)
         changed[position] ^= 0x01
-        packed = gzip.compress(bytes(changed), mtime=0)
+        packed = gzip_parts((bytes(changed),))
         if len(packed) == length:
             break
     else:

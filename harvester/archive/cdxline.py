@@ -8,16 +8,36 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.cdxkey import timestamp, url_key
 
-__all__ = ["CAPTURE_TYPES", "WARC_SUFFIXES", "capture_line", "is_capture"]
+__all__ = [
+    "CAPTURE_TYPES",
+    "WARC_SUFFIXES",
+    "CaptureFields",
+    "capture_line",
+    "is_capture",
+    "line",
+    "media_type",
+]
 
 CAPTURE_TYPES = frozenset({"response", "resource", "revisit"})
 WARC_SUFFIXES = (".warc.gz", ".warc")
 _MIME_END = re.compile(r"[;\s]")
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureFields:
+    """What a capture record's CDXJ line says of it, besides where it is: the fields a
+    record built by hand (:mod:`harvester.archive.recordbytes`) carries for its line."""
+
+    url: str
+    mime: str | None
+    status: str | None
+    digest: str | None
 
 
 def is_capture(record: ArcWarcRecord) -> bool:
@@ -35,18 +55,29 @@ def capture_line(record: ArcWarcRecord, filename: str, offset: int, length: int)
     if not is_capture(record):
         return None
     headers = record.rec_headers
-    url: str = headers.get_header("WARC-Target-URI")
+    fields = CaptureFields(
+        headers.get_header("WARC-Target-URI"),
+        _mime(record),
+        _status(record),
+        headers.get_header("WARC-Payload-Digest"),
+    )
+    return line(fields, headers.get_header("WARC-Date"), filename, offset, length)
+
+
+def line(capture: CaptureFields, warc_date: str, filename: str, offset: int, length: int) -> str:
+    """The CDXJ line of a capture record dated ``warc_date``, written at ``offset`` of the file
+    ``filename`` as a gzip member of ``length`` bytes."""
     fields = {
-        "url": url,
-        "mime": _mime(record),
-        "status": _status(record),
-        "digest": headers.get_header("WARC-Payload-Digest"),
+        "url": capture.url,
+        "mime": capture.mime,
+        "status": capture.status,
+        "digest": capture.digest,
         "length": str(length),
         "offset": str(offset),
         "filename": filename,
     }
     block = json.dumps({name: value for name, value in fields.items() if value is not None})
-    return f"{url_key(url)} {timestamp(headers.get_header('WARC-Date'))} {block}\n"
+    return f"{url_key(capture.url)} {timestamp(warc_date)} {block}\n"
 
 
 def _mime(record: ArcWarcRecord) -> str | None:
@@ -57,7 +88,16 @@ def _mime(record: ArcWarcRecord) -> str | None:
         value = record.http_headers.get_header("Content-Type") if record.http_headers else None
     else:
         value = record.rec_headers.get_header("Content-Type")
-    return _MIME_END.split(value, maxsplit=1)[0].strip() if value else value
+    return media_type(value)
+
+
+def media_type(content_type: str | None) -> str | None:
+    """A Content-Type's media type without its parameters, as cdxj-indexer writes it.
+
+    >>> media_type("text/html; charset=utf-8"), media_type(""), media_type(None)
+    ('text/html', '', None)
+    """
+    return _MIME_END.split(content_type, maxsplit=1)[0].strip() if content_type else content_type
 
 
 def _status(record: ArcWarcRecord) -> str | None:

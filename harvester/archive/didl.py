@@ -26,6 +26,7 @@ records; the content sniffer whose finding goes into ``pres:mimeType`` is
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -66,6 +67,8 @@ DIDL_SCHEMA = (
 STRATEGIES = frozenset({"oai-get", "oai-didl", "oai-records", "resourcesync", "crawl"})
 FALLBACK_MIME = "application/octet-stream"
 
+_ESCAPED = re.compile(r"[^ !#-%\'-;=?-~]")  # all but the printable ASCII left as it is
+_UUID_URN = re.compile(r"urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -221,9 +224,10 @@ def _document(document_id: str | None, statements: list[str], component: str = "
 
 
 def _component(mime: str, ref: str) -> str:
+    ref = ref if _UUID_URN.fullmatch(ref) else attr(uri(ref))
     return (
         "    <didl:Component>\n"
-        f'      <didl:Resource mimeType="{attr(mime)}" ref="{attr(uri(ref))}"/>\n'
+        f'      <didl:Resource mimeType="{_attr(mime)}" ref="{ref}"/>\n'
         "    </didl:Component>\n"
     )
 
@@ -242,10 +246,16 @@ def _http_header(desc: CaptureDescription) -> str:
         f'          <http:status code="{desc.status!s}"{protocol}>'
         f"{text(desc.reason)}</http:status>\n",
     ]
-    lines += [
-        f'          <http:field name="{attr(name)}">{text(value)}</http:field>\n'
-        for name, value in desc.headers
-    ]
+    if _plain(*(part for field in desc.headers for part in field)):  # most are: no escaping
+        lines += [
+            f'          <http:field name="{name}">{value}</http:field>\n'
+            for name, value in desc.headers
+        ]
+    else:
+        lines += [
+            f'          <http:field name="{attr(name)}">{text(value)}</http:field>\n'
+            for name, value in desc.headers
+        ]
     lines.append("        </http:header>\n")
     return "".join(lines)
 
@@ -265,7 +275,7 @@ def _mime_type(declared: str | None, sniffed: str | None) -> str:
 
 
 def _oai_header(oai: OaiHeaderInfo) -> str:
-    endpoint = _optional("endpoint", uri(oai.endpoint) if oai.endpoint is not None else None)
+    endpoint = _optional("endpoint", _uri(oai.endpoint) if oai.endpoint is not None else None)
     deleted = ' deleted="true"' if oai.deleted else ""
     lines = [
         f"        <pres:oaiHeader{endpoint}{deleted}>\n",
@@ -284,30 +294,57 @@ def _deletion(observed: datetime, datestamp: str | None) -> str:
 
 def _warc_record(warc: WarcPointer) -> str:
     return (
-        f'        <pres:warcRecord recordId="{attr(warc.record_id)}"'
-        f' file="{attr(warc.filename)}" offset="{warc.offset!s}" length="{warc.length!s}"'
-        f' type="{attr(warc.record_type)}"{_optional("truncated", warc.truncated)}/>\n'
+        f'        <pres:warcRecord recordId="{_attr(warc.record_id)}"'
+        f' file="{_attr(warc.filename)}" offset="{warc.offset!s}" length="{warc.length!s}"'
+        f' type="{_attr(warc.record_type)}"{_optional("truncated", warc.truncated)}/>\n'
     )
 
 
 def _provenance(prov: Provenance) -> str:
-    lines = [
-        "        <pres:provenance>\n",
-        f'          <pres:agent name="{attr(prov.agent)}" version="{attr(prov.version)}"/>\n',
-        f"          <pres:harvestTime>{_datetime(prov.harvest_time)}</pres:harvestTime>\n",
-    ]
-    if prov.endpoint is not None:
-        lines.append(f"          <pres:endpoint>{text(uri(prov.endpoint))}</pres:endpoint>\n")
+    head, tail = _provenance_parts(prov.agent, prov.version, prov.endpoint, prov.strategy)
+    return f"{head}{_datetime(prov.harvest_time)}{tail}"
+
+
+@functools.lru_cache(maxsize=64)
+def _provenance_parts(
+    agent: str, version: str, endpoint: str | None, strategy: str
+) -> tuple[str, str]:
+    """The provenance statement before and after its harvest time: the same for every
+    record of a run, so made once."""
+    head = (
+        "        <pres:provenance>\n"
+        f'          <pres:agent name="{attr(agent)}" version="{attr(version)}"/>\n'
+        "          <pres:harvestTime>"
+    )
+    lines = ["</pres:harvestTime>\n"]
+    if endpoint is not None:
+        lines.append(f"          <pres:endpoint>{text(uri(endpoint))}</pres:endpoint>\n")
     lines += [
-        f"          <pres:strategy>{text(prov.strategy)}</pres:strategy>\n",
+        f"          <pres:strategy>{text(strategy)}</pres:strategy>\n",
         "        </pres:provenance>\n",
     ]
-    return "".join(lines)
+    return head, "".join(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def _uri(value: str) -> str:
+    """:func:`uri` of a value every record repeats (the endpoint), made once."""
+    return uri(value)
+
+
+def _plain(*values: str) -> bool:
+    """Whether every value is printable ASCII that neither :func:`text` nor :func:`attr`
+    changes: one regular expression over all of them."""
+    return _ESCAPED.search("".join(values)) is None
+
+
+def _attr(value: str) -> str:
+    return value if _ESCAPED.search(value) is None else attr(value)
 
 
 def _optional(name: str, value: str | None) -> str:
     """`` name="value"``, or nothing if ``value`` is None."""
-    return "" if value is None else f' {name}="{attr(value)}"'
+    return "" if value is None else f' {name}="{_attr(value)}"'
 
 
 def _datetime(moment: datetime) -> str:

@@ -23,19 +23,18 @@ it, so the HTTP version is spelled one way in every request and status line.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 
 from harvester import __version__
+from harvester.archive import capturegroup
+from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
 from harvester.archive.didl import (
     CaptureDescription,
     OaiHeaderInfo,
@@ -45,30 +44,15 @@ from harvester.archive.didl import (
     deletion_didl,
     sniff_mime,
 )
+from harvester.archive.recordbytes import Built
+from harvester.archive.recovery import ends_group, recovered
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exchange import HttpExchange
 from harvester.storage.protocol import Capture, Resource
 
+__all__ = ["Payload", "Recorder", "conditional_headers", "ends_group"]
+
 log = logging.getLogger(__name__)
-HOP_BY_HOP = {"transfer-encoding", "connection", "keep-alive"}
-
-
-@dataclass(frozen=True)
-class Payload:
-    """What the DIDL and the state need to know of a payload."""
-
-    sha1: str
-    sha256: str
-    warc_digest: str  # as in WARC-Payload-Digest
-
-    @classmethod
-    def of(cls, body: bytes) -> Payload:
-        sha1 = hashlib.sha1(body)
-        return cls(
-            sha1.hexdigest(),
-            hashlib.sha256(body).hexdigest(),
-            "sha1:" + base64.b32encode(sha1.digest()).decode("ascii"),
-        )
 
 
 def conditional_headers(res: Resource | None) -> dict[str, str]:
@@ -113,31 +97,49 @@ class Recorder:
         redirect it answered, each archived under its own URI in the same group. The capture
         returned, and the DIDL record, are ``result``'s. A crawled page also gets its outlinks
         record, after its response and request, so the DIDL record still closes the group.
+        The records are built by hand (:mod:`harvester.archive.capturegroup`), or with warcio
+        when an HTTP head is not ASCII.
         """
-        content, payload = self._content(res, result)
-        request = self._request(result, _id(content))
-        records = [content, request]
+        payload = Payload.of(result.body)
+        seen = _revisit_of(res, result, payload)
+        if seen is not None and seen.profile == "server-not-modified":
+            payload = Payload(res.sha1 or "", res.sha256 or "", res.payload_digest or "")
+        stamp = self.writer.stamp
+        group = capturegroup.group(stamp, result, payload.warc_digest, seen, outlinks, followed)
+        if group is None:
+            locations = self._written_by_warcio(res, result, payload, seen, outlinks, followed)
+        else:
+            locations = self.writer.write_built(
+                group, then=lambda locs: [self._built_didl(res, result, payload, locs[0])]
+            )
+        return _capture(locations[0], result, payload), seen is not None
+
+    def _built_didl(
+        self, res: Resource, result: HttpExchange, payload: Payload, at: RecordLocation
+    ) -> Built:
+        didl = self._didl_document(res, result, payload, at)
+        return capturegroup.metadata(self.writer.stamp, didl, refers_to=at.record_id)
+
+    def _written_by_warcio(
+        self,
+        res: Resource,
+        result: HttpExchange,
+        payload: Payload,
+        seen: Revisit | None,
+        outlinks: Sequence[str] | None,
+        followed: Sequence[HttpExchange],
+    ) -> list[RecordLocation]:
+        """The group as :meth:`_built` makes it, built and written by warcio."""
+        content = self._response(result) if seen is None else self._revisit(result, seen)
+        records = [content, self._request(result, _id(content))]
         for hop in followed:
             hop_content = self._response(hop)
             records += [hop_content, self._request(hop, _id(hop_content))]
         if outlinks is not None:
             records.append(self._outlinks(result, _id(content), outlinks))
-        locations = self.writer.write_group(
+        return self.writer.write_group(
             records, then=lambda locs: [self._didl(res, result, payload, locs[0])]
         )
-        unchanged = content.rec_type == "revisit"
-        return _capture(locations[0], result, payload), unchanged
-
-    def _content(self, res: Resource, result: HttpExchange) -> tuple[ArcWarcRecord, Payload]:
-        """The content record and its payload: a revisit when ``res``'s last capture has the
-        same payload or the server says 304 (then the payload is the last capture's)."""
-        payload = Payload.of(result.body)
-        if res.record_id and result.status == 304:
-            last = Payload(res.sha1 or "", res.sha256 or "", res.payload_digest or "")
-            return self._revisit(res, result, "server-not-modified"), last
-        if res.record_id and res.payload_digest == payload.warc_digest:
-            return self._revisit(res, result, "identical-payload-digest"), payload
-        return self._response(result), payload
 
     def _response(self, result: HttpExchange) -> ArcWarcRecord:
         return self.writer.response_record(
@@ -159,10 +161,8 @@ class Recorder:
         """Heritrix's metadata record of a crawled URL: ``application/warc-fields`` (skipped by
         replay indexers), its fetch time (``fetchTimeMs``: request to the body's end) and its
         outlinks, one ``outlink`` field each."""
-        fields = [f"fetchTimeMs: {round(result.elapsed * 1000)}\r\n"]
-        fields += [f"outlink: {link}\r\n" for link in outlinks]
         return self.writer.metadata_record(
-            "".join(fields).encode("utf-8"),
+            capturegroup.outlink_fields(result, outlinks),
             content_type="application/warc-fields",
             refers_to=refers_to,
             target_uri=result.url,
@@ -229,20 +229,26 @@ class Recorder:
         record = self.writer.metadata_record(didl, refers_to=res.record_id)
         return self.writer.write_group([record])[0]
 
-    def _revisit(self, res: Resource, result: HttpExchange, profile: str) -> ArcWarcRecord:
+    def _revisit(self, result: HttpExchange, seen: Revisit) -> ArcWarcRecord:
         return self.writer.revisit_record(
             result.url,
             _response_headers(result),
-            refers_to_uri=res.url,
-            refers_to_date=res.warc_date or "",
-            payload_digest=res.payload_digest or "",
-            profile=profile,
-            refers_to=res.record_id,
+            refers_to_uri=seen.refers_to_uri,
+            refers_to_date=seen.refers_to_date,
+            payload_digest=seen.payload_digest,
+            profile=seen.profile,
+            refers_to=seen.refers_to,
         )
 
     def _didl(
         self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
     ) -> ArcWarcRecord:
+        didl = self._didl_document(res, result, payload, at)
+        return self.writer.metadata_record(didl, refers_to=at.record_id)
+
+    def _didl_document(
+        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
+    ) -> bytes:
         kind = result.record_type if isinstance(result, _Carried) else "response"
         desc = CaptureDescription(
             url=result.url,
@@ -260,34 +266,15 @@ class Recorder:
             oai=_oai_info(res, self.endpoint),
             provenance=self.provenance(),
         )
-        return self.writer.metadata_record(capture_didl(desc), refers_to=at.record_id)
+        return capture_didl(desc)
 
     # -- after a crash -----------------------------------------------------------------
 
     def reconcile(self, repaired: Sequence[Path]) -> list[tuple[str, Capture]]:
-        """Captures in repaired files whose group is complete: (url, capture) pairs.
-
-        A group is complete when its closing record (the DIDL record, which refers to the
-        content record) made it to disk; the caller marks those URLs archived if the state
-        had not yet.
-        """
-        found: list[tuple[str, Capture]] = []
-        for path in repaired:
-            content: dict[str, tuple[ArcWarcRecord, int, int, Payload]] = {}
-            with open(path, "rb") as fh:
-                it = ArchiveIterator(fh)
-                for record in it:
-                    kind = record.rec_type
-                    rid = record.rec_headers.get_header("WARC-Record-ID")
-                    body = record.raw_stream.read()
-                    offset, length = it.get_record_offset(), it.get_record_length()
-                    if kind in ("response", "resource"):
-                        content[rid] = (record, offset, length, Payload.of(body))
-                    elif ends_group({k.lower(): v for k, v in record.rec_headers.headers}):
-                        ref = record.rec_headers.get_header("WARC-Refers-To")
-                        if ref in content:
-                            found.append(_recovered(path.name, *content[ref]))
-        return found
+        """Captures in repaired files whose group is complete: (url, capture) pairs
+        (:func:`harvester.archive.recovery.recovered`); the caller marks those URLs archived
+        if the state had not yet."""
+        return recovered(repaired)
 
 
 @dataclass(frozen=True)
@@ -304,17 +291,18 @@ class _Carried:
     record_type: str  # response (with the provider's headers) or resource
 
 
-def ends_group(fields: Mapping[str, str]) -> bool:
-    """Whether the record with these WARC header fields (names lower-cased) closes a group.
-
-    >>> ends_group({"warc-type": "metadata", "content-type": "application/xml"})
-    True
-    >>> ends_group({"warc-type": "metadata", "warc-target-uri": "http://h/"})  # outlinks
-    False
-    >>> ends_group({"warc-type": "response", "warc-target-uri": "http://h/"})
-    False
-    """
-    return fields.get("warc-type") == "metadata" and not fields.get("warc-target-uri")
+def _revisit_of(res: Resource, result: HttpExchange, payload: Payload) -> Revisit | None:
+    """What the content record revisits: ``res``'s last capture, when the server says 304 or
+    the payload is that capture's; None for a new capture."""
+    if not res.record_id:
+        return None
+    if result.status == 304:
+        profile = "server-not-modified"
+    elif res.payload_digest == payload.warc_digest:
+        profile = "identical-payload-digest"
+    else:
+        return None
+    return Revisit(profile, res.record_id, res.url, res.warc_date or "", res.payload_digest or "")
 
 
 def _id(record: ArcWarcRecord) -> str:
@@ -356,25 +344,6 @@ def _capture(at: RecordLocation, result: HttpExchange | _Carried, payload: Paylo
         http_status=result.status,
         etag=_header(result.response_headers, "etag"),
         last_modified=_header(result.response_headers, "last-modified"),
-        payload_digest=payload.warc_digest,
-        sha1=payload.sha1,
-        sha256=payload.sha256,
-    )
-
-
-def _recovered(
-    filename: str, record: ArcWarcRecord, offset: int, length: int, payload: Payload
-) -> tuple[str, Capture]:
-    rec, http = record.rec_headers, record.http_headers
-    return rec.get_header("WARC-Target-URI"), Capture(
-        record_id=rec.get_header("WARC-Record-ID"),
-        warc_file=filename,
-        warc_offset=offset,
-        warc_length=length,
-        warc_date=rec.get_header("WARC-Date"),
-        http_status=int(http.get_statuscode()) if http else 200,
-        etag=http.get_header("ETag") if http else None,
-        last_modified=http.get_header("Last-Modified") if http else None,
         payload_digest=payload.warc_digest,
         sha1=payload.sha1,
         sha256=payload.sha256,

@@ -56,6 +56,10 @@ class RecordFactory:
         self._make_id = make_id or _new_record_id
         self._builder = RecordBuilder(warc_version=WARC_VERSION)
 
+    def stamp(self) -> tuple[str, str]:
+        """A new record's (WARC-Record-ID, WARC-Date), from this factory's IDs and clock."""
+        return self._make_id(), _warc_date(self._clock())
+
     def warcinfo_record(self, filename: str) -> ArcWarcRecord:
         """The ``warcinfo`` record (section 6.2) that begins the file ``filename``."""
         body = "".join(f"{k}: {v}\r\n" for k, v in self._warcinfo.items() if v)

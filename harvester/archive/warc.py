@@ -39,10 +39,11 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
 
 from coop_common.component import Component
-from harvester.archive.cdxline import capture_line
+from harvester.archive.capturegroup import metadata
+from harvester.archive.cdxline import capture_line, line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
-from harvester.archive.metarecord import metadata_member
-from harvester.archive.records import WARC_VERSION, RecordFactory, _warc_date
+from harvester.archive.recordbytes import Built
+from harvester.archive.records import WARC_VERSION, RecordFactory
 from harvester.archive.repair import repair_open_files
 from harvester.clock import as_utc
 from harvester.exceptions import ArchiveError
@@ -184,45 +185,45 @@ class RotatingWARCWriter(RecordFactory, Component):
     ) -> list[RecordLocation]:
         """One ``metadata`` record per payload, without a target URI or WARC-Refers-To,
         written as one group as :meth:`write_group` writes it: the records
-        :meth:`metadata_record` makes, built by hand (:mod:`harvester.archive.metarecord`)."""
-        stamps = self.stamps(len(payloads))
-        return self.write_members(
-            [
-                (record_id, date, metadata_member(payload, record_id, date, content_type))
-                for payload, (record_id, date) in zip(payloads, stamps, strict=True)
-            ]
+        :meth:`metadata_record` makes, built by hand (:mod:`harvester.archive.capturegroup`)."""
+        return self.write_built(
+            [metadata(self.stamp, payload, content_type=content_type) for payload in payloads]
         )
 
-    def stamps(self, count: int) -> list[tuple[str, str]]:
-        """``count`` new (WARC-Record-ID, WARC-Date) pairs from the writer's own IDs and
-        clock, for records built elsewhere and written by :meth:`write_members`."""
-        return [(self._make_id(), _warc_date(self._clock())) for _ in range(count)]
+    def write_members(self, records: Sequence[tuple[str, str, bytes]]) -> list[RecordLocation]:
+        """Records built elsewhere, each a gzip member (record ID, WARC-Date, member), that
+        are not captures (no CDXJ line), written as one group as :meth:`write_group` does."""
+        return self.write_built([Built(rid, date, member) for rid, date, member in records])
 
-    def write_members(
+    def write_built(
         self,
-        records: Sequence[tuple[str, str, bytes]],
-        captures: Sequence[ArcWarcRecord | None] = (),
+        records: Sequence[Built],
+        then: Callable[[list[RecordLocation]], Sequence[Built]] | None = None,
     ) -> list[RecordLocation]:
-        """Records built elsewhere, each a gzip member (record ID, WARC-Date, member),
-        written as one group as :meth:`write_group` does. A record that is a capture has,
-        at its position in ``captures``, its headers as a record without a body: its CDXJ
-        line is made as for a record this writer writes; the others get none."""
+        """Records built by hand (:mod:`harvester.archive.recordbytes`), written as one group
+        as :meth:`write_group` writes its records, ``then`` included; a capture's CDXJ line is
+        made from the fields it carries."""
         if not self._is_open:
             raise ArchiveError("the WARC writer is not open")
         if not records:
             return []
         current = self._file_for_group()
-        locations, name = [], current.name
         with self._group(current):
-            offset = current.fh.tell()
-            for n, (record_id, date, member) in enumerate(records):
-                current.fh.write(member)
-                head = captures[n] if n < len(captures) else None
-                line = head and capture_line(head, name, offset, len(member))
-                if line:
-                    current.captures.append(line)
-                locations.append(RecordLocation(record_id, name, offset, len(member), date))
-                offset += len(member)
+            locations = self._write_built(current, records)
+            if then is not None:
+                locations += self._write_built(current, then(list(locations)))
+        return locations
+
+    def _write_built(self, current: _OpenFile, records: Sequence[Built]) -> list[RecordLocation]:
+        offset, name = current.fh.tell(), current.name
+        locations = []
+        for built in records:
+            current.fh.write(built.member)
+            length = len(built.member)
+            if built.capture is not None:
+                current.captures.append(line(built.capture, built.warc_date, name, offset, length))
+            locations.append(RecordLocation(built.record_id, name, offset, length, built.warc_date))
+            offset += length
         return locations
 
     @contextmanager

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from queue import SimpleQueue
 
 from harvester.archive.didl import OaiHeaderInfo, Provenance, deletion_didl
-from harvester.archive.metarecord import metadata_member
+from harvester.archive.recordbytes import record_member
 from harvester.archive.records import _warc_date
 from harvester.clock import utcnow
 from harvester.records.itemdidl import item_didl
@@ -130,12 +130,18 @@ def _read(
             return
 
 
+def _member(didl: bytes, record_id: str, date: str) -> bytes:
+    return record_member(
+        "metadata", (record_id, date), "", (), content_type="application/xml", payload=didl
+    )
+
+
 def build(provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> list[Built]:
     """Each item's record, with a new record ID; the group's records share one WARC-Date,
     the moment they were made."""
     date = _warc_date(utcnow())
     return [
-        (record_id, date, metadata_member(_didl(job, endpoint, provenance), record_id, date))
+        (record_id, date, _member(_didl(job, endpoint, provenance), record_id, date))
         for job, record_id in zip(jobs, record_ids(len(jobs)), strict=True)
     ]
 

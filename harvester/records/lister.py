@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from harvester.archive.exchangerecords import BuiltRecord, exchange_members
+from harvester.archive.capturegroup import exchange_group
+from harvester.archive.recordbytes import Built
 from harvester.archive.recorder import Recorder
 from harvester.clock import utcnow
 from harvester.exceptions import BadResumptionToken, NoRecordsMatch, ProtocolError
@@ -66,7 +67,7 @@ class _Fetched:
     hand, and the page read from it, or the error reading it raised."""
 
     exchange: HttpExchange
-    built: list[BuiltRecord] | None
+    built: list[Built] | None
     page: RecordsPage | None
     error: Exception | None = None
 
@@ -156,7 +157,7 @@ class RecordLister:
         """In the list's thread: the page, its WARC records and what it says (or what
         reading it raised: raised only once the page is archived)."""
         exchange = self.http.get(self.endpoint.endpoint, args)
-        built = exchange_members(exchange, self.recorder.writer.stamps(3))
+        built = exchange_group(self.recorder.writer.stamp, exchange)
         try:
             return _Fetched(exchange, built, read_page(exchange.content, exchange.url))
         except Exception as exc:  # whatever reading raises, the page is archived first
@@ -172,13 +173,10 @@ class RecordLister:
         return fetched.page
 
     def _archive(self, fetched: _Fetched) -> None:
-        if fetched.built is None:  # left to warcio: see harvester.archive.exchangerecords
+        if fetched.built is None:  # a head that is not ASCII: left to warcio
             self.recorder.exchange(fetched.exchange)
             return
-        self.recorder.writer.write_members(
-            [(b.record_id, b.warc_date, b.member) for b in fetched.built],
-            [b.capture for b in fetched.built],
-        )
+        self.recorder.writer.write_built(fetched.built)
 
     def _args(self, key: ListKey, from_: str | None) -> dict[str, str]:
         args = {"verb": "ListRecords", "metadataPrefix": key.prefix}

@@ -1,0 +1,232 @@
+"""The records of a fetched resource's group, built by hand (:mod:`~harvester.archive.recordbytes`).
+
+:class:`~harvester.archive.recorder.Recorder` writes one group per fetch: the content record
+(``response``, or a ``revisit``), its ``request``, each redirect hop's ``response`` and
+``request``, a crawled page's outlinks ``metadata`` and the closing DIDL ``metadata``. This
+module builds each of them with the fields :class:`~harvester.archive.records.RecordFactory`
+gives the same record, so the bytes are the ones warcio would write. A builder returns None
+when an HTTP head is not ASCII; the recorder then makes the whole group with warcio.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from harvester.archive.cdxline import CaptureFields, media_type
+from harvester.archive.recordbytes import (
+    Built,
+    Field,
+    http_block,
+    record_member,
+    sha1_base32,
+    warc_digest,
+)
+from harvester.archive.records import REVISIT_PROFILES
+from harvester.exchange import HttpExchange
+
+__all__ = [
+    "HOP_BY_HOP",
+    "Payload",
+    "Revisit",
+    "Stamp",
+    "exchange_group",
+    "group",
+    "metadata",
+    "outlink_fields",
+    "request",
+    "response",
+    "revisit",
+    "stored_fields",
+]
+
+HOP_BY_HOP = frozenset({"transfer-encoding", "connection", "keep-alive"})
+RESPONSE_TYPE = "application/http; msgtype=response"
+REQUEST_TYPE = "application/http; msgtype=request"
+
+Stamp = Callable[[], tuple[str, str]]  # a new (WARC-Record-ID, WARC-Date)
+
+
+@dataclass(frozen=True)
+class Revisit:
+    """What a revisit record says of the capture it revisits."""
+
+    profile: str  # a key of REVISIT_PROFILES
+    refers_to: str | None  # its WARC-Record-ID
+    refers_to_uri: str
+    refers_to_date: str
+    payload_digest: str
+
+
+@dataclass(frozen=True)
+class Payload:
+    """What the DIDL and the state need to know of a payload."""
+
+    sha1: str
+    sha256: str
+    warc_digest: str  # as in WARC-Payload-Digest
+
+    @classmethod
+    def of(cls, body: bytes) -> Payload:
+        sha1 = hashlib.sha1(body)
+        return cls(
+            sha1.hexdigest(),
+            hashlib.sha256(body).hexdigest(),
+            "sha1:" + sha1_base32(sha1.digest()),
+        )
+
+
+def group(
+    stamp: Stamp,
+    result: HttpExchange,
+    payload_digest: str,
+    seen: Revisit | None,
+    outlinks: Sequence[str] | None = None,
+    followed: Sequence[HttpExchange] = (),
+) -> list[Built] | None:
+    """A fetch's records up to its DIDL record: ``result``'s response (its body's WARC digest
+    ``payload_digest``), or its revisit of ``seen``; its request; each hop's response and
+    request; the outlinks record of a crawled page. None if any HTTP head is not ASCII."""
+    content = (
+        response(stamp, result, payload_digest) if seen is None else revisit(stamp, result, seen)
+    )
+    if content is None:
+        return None
+    records = [content, request(stamp, result, content.record_id)]
+    for hop in followed:
+        hop_content = response(stamp, hop, warc_digest(hop.body))
+        records += [hop_content, hop_content and request(stamp, hop, hop_content.record_id)]
+    if outlinks is not None:
+        records.append(
+            metadata(
+                stamp,
+                outlink_fields(result, outlinks),
+                content_type="application/warc-fields",
+                refers_to=content.record_id,
+                target_uri=result.url,
+            )
+        )
+    built = [r for r in records if r is not None]
+    return built if len(built) == len(records) else None
+
+
+def exchange_group(stamp: Stamp, exchange: HttpExchange) -> list[Built] | None:
+    """A raw exchange as records mode archives each list page: its ``response``, its
+    ``request`` and a ``metadata`` note without a target URI closing the group
+    (``oai-exchange: URL``), as :meth:`~harvester.archive.recorder.Recorder.exchange` makes
+    them with warcio. None if an HTTP head is not ASCII (warcio's then)."""
+    content = response(stamp, exchange, warc_digest(exchange.body))
+    sent = content and request(stamp, exchange, content.record_id)
+    if content is None or sent is None:
+        return None
+    note = metadata(
+        stamp,
+        f"oai-exchange: {exchange.url}\r\n".encode(),
+        content_type="application/warc-fields",
+        refers_to=content.record_id,
+    )
+    return [content, sent, note]
+
+
+def outlink_fields(result: HttpExchange, outlinks: Sequence[str]) -> bytes:
+    """Heritrix's fields of a crawled URL's metadata record: its fetch time (``fetchTimeMs``:
+    request to the body's end) and one ``outlink`` field per link."""
+    fields = [f"fetchTimeMs: {round(result.elapsed * 1000)}\r\n"]
+    fields += [f"outlink: {link}\r\n" for link in outlinks]
+    return "".join(fields).encode("utf-8")
+
+
+def stored_fields(exchange: HttpExchange) -> list[Field]:
+    """The response's header fields as archived: hop-by-hop ones left out (the body stored
+    is already de-chunked)."""
+    return [(k, v) for k, v in exchange.response_headers if k.lower() not in HOP_BY_HOP]
+
+
+def response(stamp: Stamp, exchange: HttpExchange, payload_digest: str) -> Built | None:
+    """The ``response`` record of ``exchange``, whose body's WARC digest is ``payload_digest``."""
+    stored = stored_fields(exchange)
+    http = _response_head(exchange, stored)
+    if http is None:
+        return None
+    fields = _present(("WARC-IP-Address", exchange.peer_ip), ("WARC-Truncated", exchange.truncated))
+    made = stamp()
+    member = record_member(
+        "response",
+        made,
+        exchange.url,
+        fields,
+        content_type=RESPONSE_TYPE,
+        http=http,
+        payload=exchange.body,
+        payload_digest=payload_digest,
+    )
+    mime = media_type(_first(stored, "content-type"))
+    capture = CaptureFields(exchange.url, mime, str(exchange.status), payload_digest)
+    return Built(made[0], made[1], member, capture)
+
+
+def revisit(stamp: Stamp, exchange: HttpExchange, of: Revisit) -> Built | None:
+    """A ``revisit`` record of ``exchange`` (section 6.7), its HTTP head and no payload."""
+    http = http_block(
+        exchange.protocol, f"{exchange.status} {exchange.reason}", stored_fields(exchange)
+    )
+    if http is None:
+        return None
+    fields = _present(
+        ("WARC-Profile", REVISIT_PROFILES[of.profile]),
+        ("WARC-Refers-To", of.refers_to),
+        ("WARC-Refers-To-Target-URI", of.refers_to_uri),
+        ("WARC-Refers-To-Date", of.refers_to_date),
+        ("WARC-Payload-Digest", of.payload_digest),
+    )
+    made = stamp()
+    member = record_member(
+        "revisit", made, exchange.url, fields, content_type=RESPONSE_TYPE, http=http
+    )
+    capture = CaptureFields(exchange.url, "warc/revisit", str(exchange.status), of.payload_digest)
+    return Built(made[0], made[1], member, capture)
+
+
+def request(stamp: Stamp, exchange: HttpExchange, concurrent_to: str) -> Built | None:
+    """The ``request`` record of ``exchange``; ``concurrent_to`` is its response's ID."""
+    method, rest = exchange.request_line.split(" ", 1)
+    http = http_block(method, rest, exchange.request_headers)
+    if http is None:
+        return None
+    fields = _present(("WARC-Concurrent-To", concurrent_to), ("WARC-IP-Address", exchange.peer_ip))
+    made = stamp()
+    member = record_member(
+        "request", made, exchange.url, fields, content_type=REQUEST_TYPE, http=http
+    )
+    return Built(made[0], made[1], member)
+
+
+def metadata(
+    stamp: Stamp,
+    payload: bytes,
+    *,
+    content_type: str = "application/xml",
+    refers_to: str | None = None,
+    target_uri: str = "",
+) -> Built:
+    """A ``metadata`` record, as :meth:`RecordFactory.metadata_record` makes it."""
+    made = stamp()
+    fields = _present(("WARC-Refers-To", refers_to))
+    member = record_member(
+        "metadata", made, target_uri, fields, content_type=content_type, payload=payload
+    )
+    return Built(made[0], made[1], member)
+
+
+def _response_head(exchange: HttpExchange, stored: Sequence[Field]) -> bytes | None:
+    return http_block(exchange.protocol, f"{exchange.status} {exchange.reason}", stored)
+
+
+def _present(*fields: tuple[str, str | None]) -> list[Field]:
+    """The fields that have a value (an empty one included), as RecordFactory keeps them."""
+    return [(name, value) for name, value in fields if value is not None]
+
+
+def _first(fields: Sequence[Field], name: str) -> str | None:
+    return next((v for k, v in fields if k.lower() == name), None)

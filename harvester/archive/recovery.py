@@ -1,0 +1,76 @@
+"""After a crash: the captures whose record group reached the disk whole.
+
+:func:`~harvester.archive.repair.repair_open_files` cuts a ``.open`` file back to the last
+record that ends a group (:func:`ends_group`); :func:`recovered` then reads the repaired files
+for the groups the state may never have heard of, so the harvest can mark them archived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ArcWarcRecord
+
+from harvester.archive.capturegroup import Payload
+from harvester.storage.protocol import Capture
+
+__all__ = ["ends_group", "recovered"]
+
+
+def ends_group(fields: Mapping[str, str]) -> bool:
+    """Whether the record with these WARC header fields (names lower-cased) closes a group.
+
+    >>> ends_group({"warc-type": "metadata", "content-type": "application/xml"})
+    True
+    >>> ends_group({"warc-type": "metadata", "warc-target-uri": "http://h/"})  # outlinks
+    False
+    >>> ends_group({"warc-type": "response", "warc-target-uri": "http://h/"})
+    False
+    """
+    return fields.get("warc-type") == "metadata" and not fields.get("warc-target-uri")
+
+
+def recovered(repaired: Sequence[Path]) -> list[tuple[str, Capture]]:
+    """Captures in repaired files whose group is complete: (url, capture) pairs.
+
+    A group is complete when its closing record (the DIDL record, which refers to the
+    content record) made it to disk.
+    """
+    found: list[tuple[str, Capture]] = []
+    for path in repaired:
+        content: dict[str, tuple[ArcWarcRecord, int, int, Payload]] = {}
+        with open(path, "rb") as fh:
+            it = ArchiveIterator(fh)
+            for record in it:
+                kind = record.rec_type
+                rid = record.rec_headers.get_header("WARC-Record-ID")
+                body = record.raw_stream.read()
+                offset, length = it.get_record_offset(), it.get_record_length()
+                if kind in ("response", "resource"):
+                    content[rid] = (record, offset, length, Payload.of(body))
+                elif ends_group({k.lower(): v for k, v in record.rec_headers.headers}):
+                    ref = record.rec_headers.get_header("WARC-Refers-To")
+                    if ref in content:
+                        found.append(_recovered(path.name, *content[ref]))
+    return found
+
+
+def _recovered(
+    filename: str, record: ArcWarcRecord, offset: int, length: int, payload: Payload
+) -> tuple[str, Capture]:
+    rec, http = record.rec_headers, record.http_headers
+    return rec.get_header("WARC-Target-URI"), Capture(
+        record_id=rec.get_header("WARC-Record-ID"),
+        warc_file=filename,
+        warc_offset=offset,
+        warc_length=length,
+        warc_date=rec.get_header("WARC-Date"),
+        http_status=int(http.get_statuscode()) if http else 200,
+        etag=http.get_header("ETag") if http else None,
+        last_modified=http.get_header("Last-Modified") if http else None,
+        payload_digest=payload.warc_digest,
+        sha1=payload.sha1,
+        sha256=payload.sha256,
+    )

@@ -1,0 +1,201 @@
+"""A fetch's records built by hand are the records warcio builds and writes (issue 15).
+
+Each group is written twice from the same exchanges, by two writers with the same clock and
+record IDs: once as the recorder writes it (:mod:`harvester.archive.capturegroup`), once with
+that path turned off, so the recorder falls back on warcio's builder and writer. Every record
+must decompress to the same bytes, every CDXJ line and every capture returned must be the same
+(but for what depends on the compressed sizes, which differ: see :data:`MASKS`), each CDXJ
+line must point at its record, and the files must pass the verify command's checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import itertools
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from harvester.archive import capturegroup
+from harvester.archive.recordbytes import sha1_base32
+from harvester.archive.recorder import Recorder
+from harvester.archive.repair import verify_warc
+from harvester.archive.warc import RotatingWARCWriter
+from harvester.exchange import HttpExchange
+from harvester.fetch import Fetcher
+from harvester.limits import fetch_settings
+from harvester.settings import defaults
+from harvester.storage.protocol import Capture, Resource
+from tests.servers import RunningServer, start_wsgi
+
+MOMENT = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+QUIET = replace(defaults(), ignore_robots=True, max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[RunningServer]:
+    with start_wsgi("tests.apps:hello", {"greeting": "page"}) as server:
+        yield server
+
+
+def fetched(urls: list[str]) -> list[HttpExchange]:
+    async def main() -> list[HttpExchange]:
+        async with Fetcher(fetch_settings(QUIET)) as fetcher:
+            return [await fetcher.fetch(url, follow_redirects=False) for url in urls]
+
+    return asyncio.run(main())
+
+
+def pending(url: str) -> Resource:
+    return Resource(url, f"oai:{url}", "2024-04-30T08:00:00Z", None, ("text",), "pending",
+                    *([None] * 10), 0)  # fmt: skip
+
+
+def archived(url: str, body: bytes) -> Resource:
+    """``url`` as the state knows it after a capture of ``body``."""
+    digest = "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
+    sha1, sha256 = hashlib.sha1(body).hexdigest(), hashlib.sha256(body).hexdigest()
+    return replace(
+        pending(url),
+        status="archived",
+        etag='"v1"',
+        payload_digest=digest,
+        sha1=sha1,
+        sha256=sha256,
+        record_id="<urn:uuid:00000000-0000-4000-8000-00000000beef>",
+        warc_file="earlier.warc.gz",
+        warc_offset=10,
+        warc_length=20,
+        warc_date="2024-04-30T08:00:01.000000Z",
+    )
+
+
+Case = tuple[Resource, HttpExchange, list[str] | None, list[HttpExchange]]
+
+
+def cases(server: RunningServer) -> list[Case]:
+    one, two, gone = fetched([f"{server.url}/one", f"{server.url}/two", f"{server.url}/x"])
+    hop = replace(one, status=301, reason="Moved", body=b"moved\n",
+                  response_headers=(*one.response_headers, ("Location", two.url)))  # fmt: skip
+    not_modified = replace(one, status=304, reason="Not Modified", body=b"")
+    return [
+        (pending(one.url), one, None, []),
+        (pending(two.url), two, [f"{server.url}/a", f"{server.url}/b?c=d"], []),
+        (pending(hop.url), hop, None, [two]),
+        (pending(one.url), replace(one, truncated="length", reason=""), None, []),
+        (pending(one.url), replace(one, truncated="time", peer_ip=None), None, []),
+        (pending(gone.url), replace(gone, peer_ip=""), None, []),
+        (archived(one.url, one.body), one, None, []),
+        (archived(one.url, one.body), not_modified, [], []),
+        (replace(archived(one.url, b"x"), record_id=None), one, None, []),
+    ]
+
+
+def writer(directory: Path, lines: list[str]) -> RotatingWARCWriter:
+    ids = (f"<urn:uuid:00000000-0000-4000-8000-{n:012d}>" for n in itertools.count())
+    made = RotatingWARCWriter(
+        directory,
+        clock=lambda: MOMENT,
+        make_id=lambda: next(ids),
+        on_finish=lambda _name, captured: lines.extend(captured),
+    )
+    made.open()
+    return made
+
+
+def record_all(directory: Path, groups: list[Case]) -> tuple[list[Capture], list[str], Path]:
+    lines: list[str] = []
+    out = writer(directory, lines)
+    recorder = Recorder(out, strategy="oai-get", endpoint="http://127.0.0.1/oai")
+    captures = []
+    for res, result, outlinks, followed in groups:
+        capture, unchanged = recorder.fetched(res, result, outlinks, followed)
+        captures.append(capture)
+        assert unchanged == (res.record_id is not None)
+    out.close()
+    (path,) = directory.glob("*.warc.gz")
+    return captures, lines, path
+
+
+# What may differ: the file's name, and what depends on the compressed size of a record (both
+# paths compress at level 6, the hand-built one with a window sized to the record) or on the
+# moment a DIDL record is made (its random document ID, the harvest time).
+MASKS = [
+    re.compile(rb'(DIDLDocumentId="|<pres:harvestTime>|offset="|length=")[^"<]*'),
+    re.compile(rb'("offset": "|"length": ")[0-9]*'),
+]
+DIDL_HEAD = re.compile(rb"(WARC-Block-Digest: |WARC-Payload-Digest: |Content-Length: )[^\r]*")
+
+
+def masked(data: bytes, name: str) -> bytes:
+    data = data.replace(name.encode(), b"NAME")
+    for mask in MASKS:
+        data = mask.sub(rb"\1", data)
+    if b"<didl:DIDL" in data:  # its digests and length follow from what is masked
+        data = DIDL_HEAD.sub(rb"\1", data)
+    return data
+
+
+def members(path: Path) -> list[bytes]:
+    """Every gzip member of the file, decompressed and masked (:data:`MASKS`)."""
+    data, found = path.read_bytes(), []
+    while data:
+        inflater = zlib.decompressobj(31)
+        found.append(masked(inflater.decompress(data), path.name))
+        data = inflater.unused_data
+    return found
+
+
+def lines_read_back(path: Path, lines: list[str]) -> None:
+    """Each CDXJ line points at the gzip member of the capture it describes."""
+    data = path.read_bytes()
+    for line in lines:
+        fields = json.loads(line.split(" ", 2)[2])
+        start, length = int(fields["offset"]), int(fields["length"])
+        record = zlib.decompressobj(31).decompress(data[start : start + length])
+        assert f"WARC-Target-URI: {fields['url']}\r\n".encode() in record
+        assert f": {fields['digest']}\r\n".encode() in record
+
+
+def test_hand_built_groups_are_the_bytes_warcio_writes(
+    site: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    groups = cases(site)
+    ours = record_all(tmp_path / "ours", groups)
+    monkeypatch.setattr(capturegroup, "group", lambda *args, **kwargs: None)
+    reference = record_all(tmp_path / "warcio", groups)
+    assert members(ours[2]) == members(reference[2])
+    lines_read_back(ours[2], ours[1])
+    extra = sum(2 * len(followed) + (outlinks is not None) for _r, _e, outlinks, followed in groups)
+    assert len(members(ours[2])) == 1 + 3 * len(groups) + extra  # warcinfo first
+    named = [masked(c.encode(), ours[2].name) for c in ours[1]]
+    assert named == [masked(c.encode(), reference[2].name) for c in reference[1]]
+    assert [replace(c, warc_file="", warc_offset=0, warc_length=0) for c in ours[0]] == [
+        replace(c, warc_file="", warc_offset=0, warc_length=0) for c in reference[0]
+    ]
+    verify_warc(ours[2])
+
+
+def test_a_head_that_is_not_ascii_is_left_to_warcio(site: RunningServer, tmp_path: Path) -> None:
+    (one,) = fetched([f"{site.url}/one"])
+    odd = replace(one, response_headers=(*one.response_headers, ("X-Name", "caf\xe9")))
+    assert capturegroup.group(lambda: ("<urn:x>", "2024"), odd, "sha1:X", None) is None
+    captures, _lines, path = record_all(tmp_path, [(pending(odd.url), odd, None, [])])
+    (response,) = [m for m in members(path) if b"WARC-Type: response" in m]
+    assert b"X-Name: caf%C3%A9" in response or b"X-Name*=UTF-8''caf%C3%A9" in response
+    assert captures[0].warc_offset > 0
+    verify_warc(path)
+
+
+def test_sha1_in_base_32_as_base64_spells_it() -> None:
+    for n in range(2000):
+        digest = hashlib.sha1(n.to_bytes(4, "big")).digest()
+        assert sha1_base32(digest) == base64.b32encode(digest).decode("ascii")
