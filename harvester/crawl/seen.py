@@ -11,8 +11,10 @@ A lookup checks three places, fastest first:
    (``clockcache.ClockCache``); every lookup goes through it, so its hit rate is the one the
    paper measures;
 2. the **buffer**: an in-memory set of fingerprints added since the last flush;
-3. the **store**: a file of sorted, unique fingerprints searched through ``mmap`` with a sparse
-   in-memory index of every ``index_stride``-th key (``fingerprintfile.FingerprintFile``).
+3. the **store**: a file of sorted, unique fingerprints and a bit filter over them
+   (``fingerprintfile.FingerprintFile``). The filter answers most new URLs without a search;
+   the others are searched through ``mmap`` with a sparse in-memory index of every
+   ``index_stride``-th key.
 
 When the buffer holds ``buffer_size`` fingerprints it is sorted and merged with the store into a
 new file, which is written beside it, fsynced and renamed over it (``os.replace``).
@@ -87,6 +89,7 @@ class SeenStats:
     buffer_hits: int
     disk_probes: int
     disk_hits: int  # probes that found the fingerprint (the rest were new URLs)
+    filtered: int  # probes the store's filter answered (new URLs) without searching the keys
     size: int
     flushes: int
     hit_rate: float
@@ -234,6 +237,7 @@ class SeenSet(Component):
             buffer_hits=self._buffer_hits,
             disk_probes=self._disk_probes,
             disk_hits=self._disk_hits,
+            filtered=self._store.filtered,
             size=len(self),
             flushes=self._flushes,
             hit_rate=hits / lookups if lookups else 0.0,
