@@ -214,17 +214,19 @@ def test_a_match_in_the_filter_is_not_a_key(tmp_path: Path) -> None:
 
 
 def test_the_filter_holds_every_stored_key_as_the_store_grows(tmp_path: Path) -> None:
+    # It grows by a factor of 4 (a rebuild from every key) only when the store outgrows it.
     path = tmp_path / "seen.fp"
+    sizes = []
     with SeenSet(path, buffer_size=700, cache_size=0) as s:
-        for first in range(0, 5000, 1000):  # 700 a flush: the store passes 1024, 2048, 4096
+        for first in range(0, 5000, 1000):  # 700 a flush: the store passes 1024 and 4096
             s.add_many_if_new(url(i) for i in range(first, first + 1000))
             s.flush()
             keys, bitmap = stored(path)
-            size = len(bitmap)
-            assert size & (size - 1) == 0, "a power of two"
-            assert len(keys) <= size < 2 * len(keys), "8 to 16 bits a key"
+            sizes.append(len(bitmap))
+            assert len(keys) <= len(bitmap) < 4 * len(keys), "8 to 32 bits a key"
             assert all(passes(bitmap, key) for key in keys)
     assert len(keys) == 5000
+    assert set(sizes) == {1024, 4096, 16384}
 
 
 def test_the_filter_answers_most_new_urls_without_a_search(tmp_path: Path) -> None:
@@ -236,7 +238,7 @@ def test_the_filter_answers_most_new_urls_without_a_search(tmp_path: Path) -> No
         assert all(url(i) in s for i in range(10_000))
         stats = s.stats
     assert stats.disk_probes == 20_000 and stats.disk_hits == 10_000
-    assert stats.filtered >= 8_000  # 8 to 16 bits a key: 6 to 12 % of new keys pass
+    assert stats.filtered >= 8_000  # 8 to 32 bits a key: 3 to 12 % of new keys pass
 
 
 def test_a_store_of_format_1_is_read_then_rewritten_with_a_filter(tmp_path: Path) -> None:
