@@ -8,7 +8,8 @@ The seen-URL set (:mod:`harvester.crawl.seen`) at scale, after Broder, Najork & 
    a mixed stream (half seen, drawn uniformly, half new): tests/s against the target, peak RSS
    and the store's size on disk. Two peers, each side by side and alternating per batch: the
    same store with the issue's sparse index of every 4096th key, and an in-memory Python
-   ``set`` of the same fingerprints (no disk, and no bound on memory).
+   ``set`` of the same fingerprints (no disk, and no bound on memory). Also: the share of tests
+   the store's bit filter answered, the heap held and the store's pages resident.
 2. A crawl trace: a Mercator-like crawler (K hosts crawled round-robin, breadth-first within
    each) walks a synthetic web of H hosts with navigation links on every page, power-law
    in-degree and few links between hosts, recording every link it meets in order. The table
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from bench.harness import Report
 from harvester.crawl.clockcache import ClockCache
+from harvester.crawl.fingerprintfile import filter_size
 from harvester.crawl.seen import SeenSet, fingerprint
 
 OUT = Path(__file__).resolve().parent / "out" / "seen"
@@ -120,8 +122,11 @@ class Scale:
     store_mb: float
     contains: Timing
     hit_rate: float
+    filtered: float  # the share of the mixed tests the store's filter answered
+    filter_mb: float
     peak_rss_mb: float
     ours_anon_mb: float
+    ours_file_mb: float  # the store's mapped pages resident after the tests (RssFile growth)
     fingerprint: Timing
     strides: dict[str, Timing]  # ours, and with the issue's index of every 4096th key
     vs_peer: dict[str, Timing]
@@ -190,13 +195,18 @@ def measure_scale(n: int, tests: int) -> Scale:
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     make, path = SyntheticURLs(Hosts(10_000)), OUT / "seen.fp"
-    anon_before = rss_anon_mb()
+    anon_before, file_before = rss_mb("RssAnon"), rss_mb("RssFile")
     with SeenSet(path, buffer_size=n + 1) as seen:
         inserted, flush_s = insert(seen, make, n)
         store_mb = path.stat().st_size / 2**20
+        before = seen.stats
         contains = timed(make.batches(mixed(n, tests, 1, n)), contains_all(seen))
-        hit_rate = seen.stats.hit_rate
-        peak, ours_anon = peak_rss_mb(), rss_anon_mb() - anon_before
+        stats = seen.stats
+        hit_rate = (stats.cache_hits - before.cache_hits) / tests
+        filtered = (stats.filtered - before.filtered) / tests
+        filter_mb = filter_size(len(seen)) / 2**20
+        peak, ours_anon = peak_rss_mb(), rss_mb("RssAnon") - anon_before
+        ours_file = rss_mb("RssFile") - file_before
         fp = timed(make.batches(mixed(n, tests, 1, n)), fingerprints)
         with SeenSet(path, index_stride=4096) as sparse:
             pair = {"ours": contains_all(seen), "4096": contains_all(sparse)}
@@ -206,26 +216,27 @@ def measure_scale(n: int, tests: int) -> Scale:
         vs_peer = alternating(pair, make.batches(mixed(n, tests // 2, 3, n)))
         del peer
         many = timed(make.batches(mixed(n, tests // 2, 4, 3 * n)), add_many(seen))
-    return Scale(n, tests, inserted, flush_s, store_mb, contains, hit_rate, peak, ours_anon,
-                 fp, strides, vs_peer, peer_anon, many)  # fmt: skip
+    return Scale(n, tests, inserted, flush_s, store_mb, contains, hit_rate, filtered, filter_mb,
+                 peak, ours_anon, ours_file, fp, strides, vs_peer, peer_anon, many)  # fmt: skip
 
 
 def build_peer(make: SyntheticURLs, n: int) -> tuple[set[int], float]:
-    before = rss_anon_mb()
+    before = rss_mb("RssAnon")
     peer: set[int] = set()
     for batch in make.batches(iter(range(n))):
         peer.update(map(fingerprint, batch))
-    return peer, rss_anon_mb() - before
+    return peer, rss_mb("RssAnon") - before
 
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def rss_anon_mb() -> float:
-    """Resident anonymous memory (the heap, not mapped files), from /proc/self/status."""
+def rss_mb(kind: str) -> float:
+    """Resident memory of one kind from /proc/self/status: ``RssAnon`` (the heap) or
+    ``RssFile`` (pages of mapped files, such as the store)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
+        if line.startswith(kind + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -351,6 +362,7 @@ def replay(web: Web, trace: array[int]) -> dict[str, float]:
         "cache": stats.hit_rate,
         "buffer": stats.buffer_hits / stats.lookups,
         "disk": stats.disk_probes / stats.lookups,
+        "filter": stats.filtered / stats.lookups,
     }
 
 
@@ -406,8 +418,11 @@ def _scale_rows(s: Scale) -> list[list[object]]:
         _row("add_many_if_new, mixed, batches of 1,000 (URLs/s)", half / s.many.wall),
         _row("fingerprint alone (URLs/s)", s.tests / s.fingerprint.wall),
         _row("cache hit rate in the mixed tests", f"{s.hit_rate:.1%}"),
+        _row("mixed tests the store's filter answered without a search", f"{s.filtered:.1%}"),
         _row("heap held after the tests vs the in-memory set (MiB, RssAnon)",
              s.ours_anon_mb, s.peer_anon_mb),
+        _row(f"store's pages resident after the tests (MiB, RssFile; filter {s.filter_mb:.1f})",
+             s.ours_file_mb),
         _row("peak RSS, before the in-memory set was built (MiB)", s.peak_rss_mb),
         _row(f"store on disk (MiB; {s.store_mb * 2**20 / s.urls:.1f} bytes/URL)", s.store_mb),
     ]  # fmt: skip
@@ -424,8 +439,8 @@ def _curve_rows(c: Curve) -> list[list[object]]:
     rows += [
         _row("infinite cache: the share of repeats (upper bound)", f"{c.infinite:.1%}"),
         _row("SeenSet on the trace, defaults: add_if_new (tests/s)", r["tests_per_s"]),
-        _row("SeenSet on the trace: cache / buffer / disk shares",
-             f"{r['cache']:.1%} / {r['buffer']:.1%} / {r['disk']:.1%}"),
+        _row("SeenSet on the trace: cache / buffer / disk shares (disk answered by the filter)",
+             f"{r['cache']:.1%} / {r['buffer']:.1%} / {r['disk']:.1%} ({r['filter']:.1%})"),
     ]  # fmt: skip
     return rows
 
@@ -440,6 +455,8 @@ def _figures(s: Scale, c: Curve) -> dict[str, float | int | str]:
         "ratio_vs_stride_4096": round(s.strides["4096"].wall / s.strides["ours"].wall, 3),
         "insert_per_s": round(s.urls / s.insert.wall),
         "peak_rss_mb": round(s.peak_rss_mb, 1),
+        "heap_mb": round(s.ours_anon_mb, 1),
+        "filtered": round(s.filtered, 4),
         "store_mb": round(s.store_mb, 1),
         "hit_rate_2_16": round(c.rates.get(2**16, 0.0), 4),
         "hit_rate_infinite": round(c.infinite, 4),
@@ -462,8 +479,8 @@ def _notes(s: Scale, c: Curve) -> list[str]:
         "new; the buffer is empty (just flushed), so every cache miss probes the store: the "
         "worst case for the store. Rates are wall-clock unless said otherwise.",
         f"Heap held: RssAnon growth (ours: buffer, cache, sparse index; peer: the set). The "
-        f"store's pages are file-backed and count in RSS only as mapped ({s.store_mb:.0f} MiB "
-        "at most).",
+        f"store's pages (keys and filter) are file-backed and count in RSS only as mapped "
+        f"({s.store_mb:.0f} MiB at most), in RssFile.",
         f"Critical point: the hit rate rises most between 2^{size.bit_length() - 1} and "
         f"2^{size.bit_length()} entries (+{rise:.1%}), where the cache starts to hold a full "
         f"round of the round-robin: {c.active_hosts:,} hosts x {per_page:.1f} links per page "
