@@ -8,7 +8,8 @@ The seen-URL set (:mod:`harvester.crawl.seen`) at scale, after Broder, Najork & 
    a mixed stream (half seen, drawn uniformly, half new): tests/s against the target, peak RSS
    and the store's size on disk. Two peers, each side by side and alternating per batch: the
    same store with the issue's sparse index of every 4096th key, and an in-memory Python
-   ``set`` of the same fingerprints (no disk, and no bound on memory).
+   ``set`` of the same fingerprints (no disk, and no bound on memory). Also: the share of tests
+   the store's bit filter answered, the heap held and the store's pages resident.
 2. A crawl trace: a Mercator-like crawler (K hosts crawled round-robin, breadth-first within
    each) walks a synthetic web of H hosts with navigation links on every page, power-law
    in-degree and few links between hosts, recording every link it meets in order. The table
@@ -22,7 +23,6 @@ The store lives in ``bench/out/seen/`` and is rebuilt on every run.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import resource
 import shutil
@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from itertools import accumulate, pairwise
 from pathlib import Path
 
+from bench._seenreport import COLUMNS, curve_rows, figures, notes, scale_rows
 from bench.harness import Report
 from harvester.crawl.clockcache import ClockCache
+from harvester.crawl.fingerprintfile import filter_size
 from harvester.crawl.seen import SeenSet, fingerprint
 
 OUT = Path(__file__).resolve().parent / "out" / "seen"
-COLUMNS = ["metric", "ours", "peer", "ratio", "target", "met?"]
-TARGET_TESTS = 200_000
 FLUSH_EVERY = 1_000_000  # the SeenSet default buffer size
 CHUNK = 100_000  # URLs generated (untimed) per timed batch
 CACHE_SIZES = [2**k for k in range(8, 21)]
@@ -120,8 +120,11 @@ class Scale:
     store_mb: float
     contains: Timing
     hit_rate: float
+    filtered: float  # the share of the mixed tests the store's filter answered
+    filter_mb: float
     peak_rss_mb: float
     ours_anon_mb: float
+    ours_file_mb: float  # the store's mapped pages resident after the tests (RssFile growth)
     fingerprint: Timing
     strides: dict[str, Timing]  # ours, and with the issue's index of every 4096th key
     vs_peer: dict[str, Timing]
@@ -190,13 +193,18 @@ def measure_scale(n: int, tests: int) -> Scale:
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     make, path = SyntheticURLs(Hosts(10_000)), OUT / "seen.fp"
-    anon_before = rss_anon_mb()
+    anon_before, file_before = rss_mb("RssAnon"), rss_mb("RssFile")
     with SeenSet(path, buffer_size=n + 1) as seen:
         inserted, flush_s = insert(seen, make, n)
         store_mb = path.stat().st_size / 2**20
+        before = seen.stats
         contains = timed(make.batches(mixed(n, tests, 1, n)), contains_all(seen))
-        hit_rate = seen.stats.hit_rate
-        peak, ours_anon = peak_rss_mb(), rss_anon_mb() - anon_before
+        stats = seen.stats
+        hit_rate = (stats.cache_hits - before.cache_hits) / tests
+        filtered = (stats.filtered - before.filtered) / tests
+        filter_mb = filter_size(len(seen)) / 2**20
+        peak, ours_anon = peak_rss_mb(), rss_mb("RssAnon") - anon_before
+        ours_file = rss_mb("RssFile") - file_before
         fp = timed(make.batches(mixed(n, tests, 1, n)), fingerprints)
         with SeenSet(path, index_stride=4096) as sparse:
             pair = {"ours": contains_all(seen), "4096": contains_all(sparse)}
@@ -206,26 +214,27 @@ def measure_scale(n: int, tests: int) -> Scale:
         vs_peer = alternating(pair, make.batches(mixed(n, tests // 2, 3, n)))
         del peer
         many = timed(make.batches(mixed(n, tests // 2, 4, 3 * n)), add_many(seen))
-    return Scale(n, tests, inserted, flush_s, store_mb, contains, hit_rate, peak, ours_anon,
-                 fp, strides, vs_peer, peer_anon, many)  # fmt: skip
+    return Scale(n, tests, inserted, flush_s, store_mb, contains, hit_rate, filtered, filter_mb,
+                 peak, ours_anon, ours_file, fp, strides, vs_peer, peer_anon, many)  # fmt: skip
 
 
 def build_peer(make: SyntheticURLs, n: int) -> tuple[set[int], float]:
-    before = rss_anon_mb()
+    before = rss_mb("RssAnon")
     peer: set[int] = set()
     for batch in make.batches(iter(range(n))):
         peer.update(map(fingerprint, batch))
-    return peer, rss_anon_mb() - before
+    return peer, rss_mb("RssAnon") - before
 
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def rss_anon_mb() -> float:
-    """Resident anonymous memory (the heap, not mapped files), from /proc/self/status."""
+def rss_mb(kind: str) -> float:
+    """Resident memory of one kind from /proc/self/status: ``RssAnon`` (the heap) or
+    ``RssFile`` (pages of mapped files, such as the store)."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("RssAnon:"):
+        if line.startswith(kind + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -351,6 +360,7 @@ def replay(web: Web, trace: array[int]) -> dict[str, float]:
         "cache": stats.hit_rate,
         "buffer": stats.buffer_hits / stats.lookups,
         "disk": stats.disk_probes / stats.lookups,
+        "filter": stats.filtered / stats.lookups,
     }
 
 
@@ -373,99 +383,7 @@ def run(argv: list[str]) -> Report:
     curve = measure_curve(args.trace_hosts, args.trace_links, args.active_hosts)
     shutil.rmtree(OUT, ignore_errors=True)
     report = Report("seen", COLUMNS)
-    report.rows += _scale_rows(scale) + _curve_rows(curve)
-    report.figures |= _figures(scale, curve)
-    report.notes += _notes(scale, curve)
+    report.rows += scale_rows(scale) + curve_rows(curve)
+    report.figures |= figures(scale, curve)
+    report.notes += notes(scale, curve)
     return report
-
-
-def _row(metric: str, ours: object, peer: float | None = None, target: str = "",
-         met: bool | None = None) -> list[object]:  # fmt: skip
-    ratio = "" if peer is None or not isinstance(ours, float | int) else ours / peer
-    verdict = "" if met is None else "yes" if met else "no"
-    return [metric, ours, "" if peer is None else peer, ratio, target, verdict]
-
-
-def _scale_rows(s: Scale) -> list[list[object]]:
-    n, rate = f"{s.urls:,}", s.tests / s.contains.wall
-    met = rate >= TARGET_TESTS
-    ours, sparse = s.strides["ours"], s.strides["4096"]
-    mine, peer = s.vs_peer["ours"], s.vs_peer["peer"]
-    half = s.tests // 2
-    return [
-        _row(f"insert {n} URLs with add_if_new, flushes apart (URLs/s)", s.urls / s.insert.wall),
-        _row(f"flush: {len(s.flush_s)} merges of 1M into the store, mean / last (s)",
-             f"{sum(s.flush_s) / len(s.flush_s):.2f} / {s.flush_s[-1]:.2f}"),
-        _row(f"membership, {s.tests:,} mixed tests, {n} stored (tests/s)", rate, None,
-             f">= {TARGET_TESTS:,}", met),
-        _row("  the same, per CPU second (tests/s)", s.tests / s.contains.cpu),
-        _row("membership, index of every 64th key vs every 4096th (tests/s)",
-             half / ours.wall, half / sparse.wall),
-        _row("membership vs an in-memory set of fingerprints (tests/s)",
-             half / mine.wall, half / peer.wall),
-        _row("add_many_if_new, mixed, batches of 1,000 (URLs/s)", half / s.many.wall),
-        _row("fingerprint alone (URLs/s)", s.tests / s.fingerprint.wall),
-        _row("cache hit rate in the mixed tests", f"{s.hit_rate:.1%}"),
-        _row("heap held after the tests vs the in-memory set (MiB, RssAnon)",
-             s.ours_anon_mb, s.peer_anon_mb),
-        _row("peak RSS, before the in-memory set was built (MiB)", s.peak_rss_mb),
-        _row(f"store on disk (MiB; {s.store_mb * 2**20 / s.urls:.1f} bytes/URL)", s.store_mb),
-    ]  # fmt: skip
-
-
-def _curve_rows(c: Curve) -> list[list[object]]:
-    rows = [
-        _row(f"crawl trace: links met / distinct / pages fetched, {c.active_hosts:,} hosts "
-             "at once", f"{c.links:,} / {c.distinct:,} / {c.pages:,}"),
-    ]  # fmt: skip
-    rows += [_row(f"CLOCK hit rate, 2^{size.bit_length() - 1} = {size:,} entries",
-                  f"{rate:.1%}") for size, rate in sorted(c.rates.items())]  # fmt: skip
-    r = c.replay
-    rows += [
-        _row("infinite cache: the share of repeats (upper bound)", f"{c.infinite:.1%}"),
-        _row("SeenSet on the trace, defaults: add_if_new (tests/s)", r["tests_per_s"]),
-        _row("SeenSet on the trace: cache / buffer / disk shares",
-             f"{r['cache']:.1%} / {r['buffer']:.1%} / {r['disk']:.1%}"),
-    ]  # fmt: skip
-    return rows
-
-
-def _figures(s: Scale, c: Curve) -> dict[str, float | int | str]:
-    size, rise = c.steepest()
-    return {
-        "urls": s.urls,
-        "tests_per_s": round(s.tests / s.contains.wall),
-        "tests_per_cpu_s": round(s.tests / s.contains.cpu),
-        "ratio_vs_set": round(s.vs_peer["peer"].wall / s.vs_peer["ours"].wall, 3),
-        "ratio_vs_stride_4096": round(s.strides["4096"].wall / s.strides["ours"].wall, 3),
-        "insert_per_s": round(s.urls / s.insert.wall),
-        "peak_rss_mb": round(s.peak_rss_mb, 1),
-        "store_mb": round(s.store_mb, 1),
-        "hit_rate_2_16": round(c.rates.get(2**16, 0.0), 4),
-        "hit_rate_infinite": round(c.infinite, 4),
-        "critical_from": size,
-        "critical_rise": round(rise, 4),
-    }
-
-
-def _notes(s: Scale, c: Curve) -> list[str]:
-    size, rise = c.steepest()
-    per_page = c.links / c.pages
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return [
-        f"Load average at the end: {load} on {os.cpu_count()} cores (shared machine); the "
-        "per-CPU-second rate is less sensitive to it than the wall-clock one.",
-        "ratio = ours / peer, both timed on the same batches of 100,000, alternating which goes "
-        "first. Peers: the same store searched with the issue's sparse index of every 4096th "
-        "key; a Python set of the same 64-bit fingerprints in memory (fingerprinting included "
-        "on both sides). Mixed tests: half the URLs drawn uniformly from those stored, half "
-        "new; the buffer is empty (just flushed), so every cache miss probes the store: the "
-        "worst case for the store. Rates are wall-clock unless said otherwise.",
-        f"Heap held: RssAnon growth (ours: buffer, cache, sparse index; peer: the set). The "
-        f"store's pages are file-backed and count in RSS only as mapped ({s.store_mb:.0f} MiB "
-        "at most).",
-        f"Critical point: the hit rate rises most between 2^{size.bit_length() - 1} and "
-        f"2^{size.bit_length()} entries (+{rise:.1%}), where the cache starts to hold a full "
-        f"round of the round-robin: {c.active_hosts:,} hosts x {per_page:.1f} links per page "
-        f"= {c.active_hosts * per_page:,.0f} entries.",
-    ]

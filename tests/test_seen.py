@@ -20,7 +20,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from harvester.crawl.fingerprintfile import HEADER, MAGIC, FingerprintFile
+from harvester.crawl.fingerprintfile import (
+    HEADER,
+    LEGACY_HEADER,
+    LEGACY_MAGIC,
+    MAGIC,
+    FingerprintFile,
+)
 from harvester.crawl.seen import URL_BITS, SeenSet, fingerprint
 from harvester.exceptions import StateError
 
@@ -31,13 +37,25 @@ def url(i: int, hosts: int = 37) -> str:
     return f"https://host{i % hosts}.example.org/section/{i % 7}/item-{i}.html"
 
 
-def stored_keys(path: Path) -> list[int]:
-    """The store read back raw: the header checked, then every fingerprint in file order."""
+def stored(path: Path) -> tuple[list[int], bytes]:
+    """The store read back raw: the header checked, every fingerprint in file order, the filter."""
     data = path.read_bytes()
-    magic, count = HEADER.unpack_from(data)
+    magic, count, filter_bytes = HEADER.unpack_from(data)
     assert magic == MAGIC
-    assert len(data) == HEADER.size + 8 * count
-    return [k for (k,) in struct.iter_unpack(">Q", data[HEADER.size :])]
+    assert len(data) == HEADER.size + 8 * count + filter_bytes
+    end = HEADER.size + 8 * count
+    return [k for (k,) in struct.iter_unpack(">Q", data[HEADER.size : end])], data[end:]
+
+
+def stored_keys(path: Path) -> list[int]:
+    return stored(path)[0]
+
+
+def passes(bitmap: bytes, key: int) -> bool:
+    """Whether the filter lets ``key`` through: bit ``key mod 8`` of byte ``key div 8`` (mod
+    the filter's size)."""
+    bit = key % (8 * len(bitmap))
+    return bool(bitmap[bit // 8] & (1 << bit % 8))
 
 
 def assert_sorted_unique(keys: list[int]) -> None:
@@ -149,10 +167,26 @@ def test_lookups_find_exactly_the_stored_keys(tmp_path: Path, stride: int) -> No
 
 
 def write_store(
-    path: Path, keys: list[int], magic: bytes = MAGIC, count: int | None = None
+    path: Path,
+    keys: list[int],
+    magic: bytes = MAGIC,
+    count: int | None = None,
+    filter_bytes: int = 8,
 ) -> None:
+    """A store written by hand, its filter letting through exactly the keys' bits."""
     count = len(keys) if count is None else count
-    path.write_bytes(HEADER.pack(magic, count) + b"".join(k.to_bytes(8, "big") for k in keys))
+    bitmap = bytearray(filter_bytes)
+    for key in keys:
+        bit = key % (8 * filter_bytes)
+        bitmap[bit // 8] |= 1 << bit % 8
+    data = b"".join(k.to_bytes(8, "big") for k in keys)
+    path.write_bytes(HEADER.pack(magic, count, filter_bytes) + data + bitmap)
+
+
+def write_legacy_store(path: Path, keys: list[int]) -> None:
+    """A store of format 1: a 16-byte header and the keys, no filter."""
+    data = b"".join(k.to_bytes(8, "big") for k in keys)
+    path.write_bytes(LEGACY_HEADER.pack(LEGACY_MAGIC, len(keys)) + data)
 
 
 def test_a_match_straddling_two_keys_is_not_a_hit(tmp_path: Path) -> None:
@@ -165,6 +199,68 @@ def test_a_match_straddling_two_keys_is_not_a_hit(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_match_in_the_filter_is_not_a_key(tmp_path: Path) -> None:
+    # The filter follows the keys in the file: a search of the last block must stop at the
+    # keys' end. Key 64 sets bit 0 of the 8-byte filter, whose bytes read as 1 << 56, a key
+    # whose own bit is that one: it passes the filter and its search reaches the last block.
+    path = tmp_path / "seen.fp"
+    write_store(path, [64], filter_bytes=8)
+    assert path.read_bytes()[-8:] == (1 << 56).to_bytes(8, "big")
+    store = FingerprintFile(path)
+    store.open()
+    assert store.contains(64)
+    assert not store.contains(1 << 56)
+    store.close()
+
+
+def test_the_filter_holds_every_stored_key_as_the_store_grows(tmp_path: Path) -> None:
+    # It grows by a factor of 4 (a rebuild from every key) only when the store outgrows it.
+    path = tmp_path / "seen.fp"
+    sizes = []
+    with SeenSet(path, buffer_size=700, cache_size=0) as s:
+        for first in range(0, 5000, 1000):  # 700 a flush: the store passes 1024 and 4096
+            s.add_many_if_new(url(i) for i in range(first, first + 1000))
+            s.flush()
+            keys, bitmap = stored(path)
+            sizes.append(len(bitmap))
+            assert len(keys) <= len(bitmap) < 4 * len(keys), "8 to 32 bits a key"
+            assert all(passes(bitmap, key) for key in keys)
+    assert len(keys) == 5000
+    assert set(sizes) == {1024, 4096, 16384}
+
+
+def test_the_filter_answers_most_new_urls_without_a_search(tmp_path: Path) -> None:
+    path = tmp_path / "seen.fp"
+    with SeenSet(path) as s:
+        s.add_many_if_new(url(i) for i in range(20_000))
+    with SeenSet(path, cache_size=0) as s:
+        assert not any(url(i) in s for i in range(20_000, 30_000))
+        assert all(url(i) in s for i in range(10_000))
+        stats = s.stats
+    assert stats.disk_probes == 20_000 and stats.disk_hits == 10_000
+    assert stats.filtered >= 8_000  # 8 to 32 bits a key: 3 to 12 % of new keys pass
+
+
+def test_a_store_of_format_1_is_read_then_rewritten_with_a_filter(tmp_path: Path) -> None:
+    path = tmp_path / "seen.fp"
+    old = [url(i) for i in range(300)]
+    write_legacy_store(path, sorted(fingerprint(u) for u in old))
+    with SeenSet(path, cache_size=0) as s:
+        assert len(s) == 300
+        assert all(u in s for u in old)
+        assert not any(url(i) in s for i in range(300, 600))
+        assert s.stats.filtered == 0  # no filter to answer from
+        assert s.add_many_if_new(url(i) for i in range(200, 400)) == [
+            url(i) for i in range(300, 400)
+        ]
+    keys, bitmap = stored(path)
+    assert keys == sorted(fingerprint(url(i)) for i in range(400))
+    assert all(passes(bitmap, key) for key in keys)
+    with SeenSet(path, cache_size=0) as s:
+        assert all(url(i) in s for i in range(400))
+        assert not any(url(i) in s for i in range(400, 700))
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -172,6 +268,15 @@ def test_a_match_straddling_two_keys_is_not_a_hit(tmp_path: Path) -> None:
         pytest.param(lambda p: write_store(p, [1, 2], magic=b"NOTSEEN!"), id="bad magic"),
         pytest.param(lambda p: write_store(p, [1, 2, 3], count=4), id="truncated keys"),
         pytest.param(lambda p: write_store(p, [5, 4, 3, 2, 1]), id="out of order"),
+        pytest.param(lambda p: write_store(p, [1, 2], filter_bytes=12), id="filter size"),
+        pytest.param(
+            lambda p: p.write_bytes(p.read_bytes()[:-1]) if write_store(p, [1, 2]) is None else 0,
+            id="truncated filter",
+        ),
+        pytest.param(
+            lambda p: p.write_bytes(LEGACY_HEADER.pack(LEGACY_MAGIC, 2) + bytes(12)),
+            id="truncated keys, format 1",
+        ),
     ],
 )
 def test_a_corrupt_store_raises_state_error(
