@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from harvester import __version__
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.warc import RotatingWARCWriter
-from harvester.crawl.build import crawler_factory
+from harvester.crawlfactory import crawler_factory
 from harvester.exceptions import ArchiveError
 from harvester.harvest import Harvest
 from harvester.limits import fetch_settings

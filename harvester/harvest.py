@@ -29,7 +29,7 @@ from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.chain import fetch_chain
 from harvester.clock import http_time
-from harvester.crawl.build import CrawlerFactory
+from harvester.crawlfactory import CrawlerFactory
 from harvester.discovery import discover, endpoint_url, records_mode, source_kind
 from harvester.exceptions import FetchError, LeaseLost, RecordsRepository
 from harvester.exchange import HttpExchange

@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.assembly import build_harvest, fetch_settings, warc_prefix, warcinfo
-from harvester.crawl.build import crawler_factory
+from harvester.crawlfactory import crawler_factory
 from harvester.harvest import Harvest
 from harvester.settings import HarvestSettings, load_settings
 from harvester.storage import open_state
@@ -92,3 +92,24 @@ def test_the_factory_builds_the_state_the_settings_name(tmp_path: Path) -> None:
     chosen = tmp_path / "elsewhere.sqlite"
     named = build_harvest(_settings("http://127.0.0.1:9/", tmp_path, state=f"sqlite:///{chosen}"))
     assert isinstance(named.state, SQLiteState) and named.state.path == chosen
+
+
+def test_a_harvest_over_oai_pmh_imports_none_of_the_crawl(tmp_path: Path) -> None:
+    """The crawl's modules (their regular expressions, charset detection) are imported by a run
+    that crawls, not by every start: an incremental OAI-PMH harvest is mostly start-up."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, harvester.cli, harvester.assembly\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('harvester.crawl.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert not loaded & {
+        "harvester.crawl.build",
+        "harvester.crawl.crawler",
+        "harvester.crawl.links",
+        "harvester.crawl.frontier",
+        "harvester.crawl.seen",
+    }, loaded

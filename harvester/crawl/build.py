@@ -1,13 +1,12 @@
 """Builds the crawl's components from the settings: the factory of the crawl path.
 
 The crawler needs what only a run has (its open state, recorder, fetcher and summary), so the
-assembly (``harvester/assembly.py``) hands a run a :class:`CrawlerFactory` bound to the
-settings, which the run calls once those exist."""
+assembly (``harvester/assembly.py``) hands a run a factory bound to the settings
+(:func:`harvester.crawlfactory.crawler_factory`), which the run calls once those exist; this
+module is imported only then."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from urllib.parse import urlsplit
 
 from harvester.archive.recorder import Recorder
@@ -24,17 +23,6 @@ from harvester.fetch import Fetcher
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import State
 from harvester.summary import Progress, Summary
-
-# Builds a run's crawler and its seen-URL test from the run's parts: :func:`build_crawler`
-# with its settings bound (state, recorder, fetcher, summary, deadline, progress).
-CrawlerFactory = Callable[
-    [State, Recorder, Fetcher, Summary, float | None, Progress | None], tuple[Crawler, SeenSet]
-]
-
-
-def crawler_factory(settings: HarvestSettings) -> CrawlerFactory:
-    """:func:`build_crawler` bound to ``settings``."""
-    return partial(build_crawler, settings)
 
 
 def build_crawler(
