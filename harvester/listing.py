@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
+from harvester.elision import Carried, digest
 from harvester.exceptions import (
     BadResumptionToken,
     CannotDisseminateFormat,
@@ -28,6 +29,7 @@ from harvester.exceptions import (
     RecordsRepository,
 )
 from harvester.limits import oai_limits
+from harvester.listpage import write_page
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Listed, ListKey, State
@@ -151,8 +153,10 @@ class Lister:
             "set_spec": None if token else set_spec,
             "resumption_token": token,
         }
-        with OAIClient(self.endpoint.endpoint, limits=oai_limits(self.settings)) as client:
-            if self.settings.oai_strategy == "didl":
+        didl = self.settings.oai_strategy == "didl"
+        limits = oai_limits(self.settings)
+        with OAIClient(self.endpoint.endpoint, limits=limits, compressed=not didl) as client:
+            if didl:
                 for raw in client.list_records_raw(metadata_prefix="oai_didl", **args):
                     listed = [_listed(r.header) for r in raw.records]
                     yield listed, raw.token, raw.response_date, raw
@@ -163,13 +167,17 @@ class Lister:
     # -- the didl strategy -------------------------------------------------------------
 
     def _archive_page(self, page: RawPage) -> None:
-        """The raw exchange, then every resource the page carries by value: marked archived
-        with one commit, made before their WARC file can be finished."""
-        self.recorder.exchange(page.exchange)
+        """Every resource the page carries by value, then the exchange with those bytes by
+        reference to their records (:mod:`harvester.listpage`), all in one file; the
+        resources are marked archived with one commit, made before that file can be
+        finished."""
         with self.recorder.writer.one_file(), self.state.batch():
-            self._archive_carried(page)
+            carried = self._archive_carried(page)
+            write_page(self.recorder, page.exchange, carried)
 
-    def _archive_carried(self, page: RawPage) -> None:
+    def _archive_carried(self, page: RawPage) -> list[Carried]:
+        """The resources archived from ``page``, each with the record holding its bytes."""
+        archived = []
         for raw in page.records:
             meta = raw.metadata
             if raw.header.deleted or meta is None:
@@ -184,6 +192,9 @@ class Lister:
             self.state.mark_archived(res.url, capture, None)
             self.summary.fetched += 1
             self.summary.bytes += len(carried.body)
+            held = capture.payload_digest or digest(carried.body)
+            archived.append(Carried(carried.encoded, carried.body, capture.record_id, held))
+        return archived
 
 
 def _listed(header: ListedHeader) -> Listed:
