@@ -31,6 +31,7 @@ from harvester.exceptions import (
 from harvester.limits import oai_limits
 from harvester.listpage import write_page
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
+from harvester.prefetcher import Prefetcher
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Listed, ListKey, State
 from harvester.summary import Summary
@@ -157,9 +158,11 @@ class Lister:
         limits = oai_limits(self.settings)
         with OAIClient(self.endpoint.endpoint, limits=limits, compressed=not didl) as client:
             if didl:
-                for raw in client.list_records_raw(metadata_prefix="oai_didl", **args):
-                    listed = [_listed(r.header) for r in raw.records]
-                    yield listed, raw.token, raw.response_date, raw
+                pages = client.list_records_raw(metadata_prefix="oai_didl", **args)
+                with Prefetcher(pages, name="oai-didl-pages") as prefetched:
+                    for raw in prefetched:
+                        listed = [_listed(r.header) for r in raw.records]
+                        yield listed, raw.token, raw.response_date, raw
             else:
                 for page in client.list_identifiers(metadata_prefix="oai_dc", **args):
                     yield [_listed(h) for h in page.headers], page.token, page.response_date, None
