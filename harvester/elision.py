@@ -24,6 +24,9 @@ from dataclasses import dataclass
 
 __all__ = ["Carried", "Elision", "digest", "elide", "rebuild", "reference"]
 
+_HEAD = 64  # bytes of a base64 text searched for before the whole is compared
+_GT = ord(">")
+
 
 @dataclass(frozen=True)
 class Carried:
@@ -76,22 +79,23 @@ def reference(record_id: str) -> bytes:
 def elide(payload: bytes, carried: Sequence[Carried]) -> tuple[bytes, list[Elision]]:
     """``payload`` with each carried resource's base64 text, in order, replaced by a
     reference to its record, and the elisions made (none: ``payload`` itself)."""
-    parts: list[bytes] = []
+    view = memoryview(payload)
+    parts: list[bytes | memoryview] = []
     elisions: list[Elision] = []
     position = written = 0
     for item in carried:
-        at = _span(payload, item, position)
+        at = _span(view, item, position)
         if at < 0:
             continue
         ref = reference(item.record_id)
-        parts += [payload[position:at], ref]
+        parts += [view[position:at], ref]
         written += at - position
         elisions.append(Elision(written, len(item.encoded), item.record_id, item.digest))
         written += len(ref)
         position = at + len(item.encoded)
     if not elisions:
         return payload, []
-    parts.append(payload[position:])
+    parts.append(view[position:])
     return b"".join(parts), elisions
 
 
@@ -125,18 +129,22 @@ def digest(body: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
 
 
-def _span(payload: bytes, item: Carried, start: int) -> int:
+def _span(payload: memoryview, item: Carried, start: int) -> int:
     """Where ``item``'s base64 text is first the whole text of an element, from ``start``
-    on; -1 when it is nowhere so or is not the canonical encoding of its bytes."""
+    on; -1 when it is nowhere so or is not the canonical encoding of its bytes. Candidates
+    are found by the text's first bytes, then compared whole."""
     encoded = item.encoded
     if not encoded or not _canonical(encoded, item.body):
         return -1
-    at = payload.find(encoded, start)
+    data = payload.obj
+    assert isinstance(data, bytes)
+    head = encoded[:_HEAD]
+    at = data.find(head, start)
     while at > 0:  # each find starts past the last: at most len(payload) of them
         end = at + len(encoded)
-        if payload[at - 1 : at] == b">" and payload[end : end + 1] == b"<":
+        if data[at - 1] == _GT and data[end : end + 1] == b"<" and data.startswith(encoded, at):
             return at
-        at = payload.find(encoded, at + 1)
+        at = data.find(head, at + 1)
     return -1
 
 
