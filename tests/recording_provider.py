@@ -7,6 +7,7 @@ coding the provider applied: the bytes on the wire.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -17,19 +18,29 @@ from server_module.app import create_app as provider_app
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
-def create_app(record_to: str, **settings: Any) -> WSGIApp:
-    """``server_module.app.create_app(**settings)``, recording each ``/oai`` body sent."""
+def create_app(record_to: str, force_gzip: bool = False, **settings: Any) -> WSGIApp:
+    """``server_module.app.create_app(**settings)``, recording each ``/oai`` body sent; with
+    ``force_gzip``, every ``/oai`` body is gzip-coded whatever the client accepts (as a
+    misconfigured server might)."""
     app = provider_app(**settings)
     folder = Path(record_to)
     folder.mkdir(parents=True, exist_ok=True)
 
     def recording(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        result = app(environ, start_response)
+        oai = environ.get("PATH_INFO") == "/oai"
+        answer: list[Any] = []
+        result = app(environ, lambda status, headers, *exc: answer.extend([status, headers]))
         try:
             body = b"".join(result)
         finally:
             getattr(result, "close", lambda: None)()
-        if environ.get("PATH_INFO") == "/oai":
+        status, headers = answer
+        if oai and force_gzip and not any(k.lower() == "content-encoding" for k, _v in headers):
+            body = gzip.compress(body)
+            headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+            headers += [("Content-Encoding", "gzip"), ("Content-Length", str(len(body)))]
+        start_response(status, headers)
+        if oai:
             (folder / hashlib.sha1(body).hexdigest()).write_bytes(body)
         return [body]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harvester.archive.recorder import Payload
+from harvester.cli import main
 from harvester.listpage import ELIDED_PROFILE, ListPages
 from tests.recording_provider import sent
 from tests.servers import start_wsgi
@@ -17,11 +18,12 @@ from tests.sites import Manifest, make_site
 from tests.test_harvest import harvest, records, url_of
 
 
-@pytest.fixture()
-def recorded(tmp_path: Path):  # type: ignore[no-untyped-def]
+@pytest.fixture(params=[False])
+def recorded(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
     site = make_site(tmp_path / "www", pages=30, seed=7)
     settings = {
         "record_to": str(tmp_path / "sent"),
+        "force_gzip": request.param,
         "docroot": str(site.root),
         "base_url": "http://{host}:{port}",
         "index_path": str(tmp_path / "index.sqlite"),
@@ -70,3 +72,20 @@ def test_each_list_page_rebuilds_to_the_bytes_sent(recorded, tmp_path: Path) -> 
         name for name in sent_pages if b"<ListRecords>" in (record_to / name).read_bytes()
     }
     assert rebuilt_pages == list_pages, "every ListRecords page is archived, elided"
+    assert main(["verify", str(tmp_path / "out")]) == 0  # digests, index lines, captures
+
+
+@pytest.mark.parametrize("recorded", [True], indirect=True)
+def test_a_page_sent_coded_anyway_is_kept_whole(recorded, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    site, server, record_to = recorded
+    summary = harvest(server, tmp_path / "out", oai_strategy="didl")
+    recs = records(tmp_path / "out")
+    endpoint = f"{server.url}/oai?"
+    pages = [h for t, h, _c in recs if h.get("WARC-Target-URI", "").startswith(endpoint)]
+    assert pages and {h["WARC-Type"] for h in pages} == {"response", "request"}
+    received = {h["WARC-Payload-Digest"] for h in pages if h["WARC-Type"] == "response"}
+    sent_digests = {
+        Payload.of((record_to / name).read_bytes()).warc_digest for name in sent(record_to)
+    }
+    assert received <= sent_digests, "each page's record holds the bytes sent, gzip and all"
+    assert summary["coverage"] == 1.0 and summary["fetched"] == len(site.public)
