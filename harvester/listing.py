@@ -2,8 +2,10 @@
 
 Strategy ``get`` lists identifiers (ListIdentifiers) and leaves the fetching to the harvest;
 strategy ``didl`` lists records in ``oai_didl`` (ListRecords), which carry the resources by
-value as mod_oai intended, archives each raw OAI-PMH exchange and each carried resource, and
-leaves only resources given by reference to be fetched.
+value as mod_oai intended, one page read ahead (:mod:`harvester.prefetcher`); it archives each
+carried resource, then each OAI-PMH exchange with the carried bytes by reference to their
+records (:mod:`harvester.listpage`), and leaves only resources given by reference to be
+fetched.
 
 Each set asked for (or the whole repository) is its own list, with its own incremental bound
 and position in the state (``harvester/storage/``): a list asks ``from`` its own last complete
