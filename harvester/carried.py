@@ -29,6 +29,7 @@ class CarriedResource:
     mime: str
     body: bytes
     headers: list[tuple[str, str]] | None  # the provider's, for a 200 of this very body
+    encoded: bytes  # the base64 text as the DIDL holds it
 
 
 def carried_resource(didl: etree._Element) -> CarriedResource | None:
@@ -37,7 +38,8 @@ def carried_resource(didl: etree._Element) -> CarriedResource | None:
         if resource.get("encoding") != "base64":
             continue
         try:
-            body = base64.b64decode(resource.text or "", validate=True)
+            encoded = (resource.text or "").encode("ascii")
+            body = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
             log.warning("a DIDL carried undecodable base64; fetching by reference instead")
             return None
@@ -46,7 +48,7 @@ def carried_resource(didl: etree._Element) -> CarriedResource | None:
             log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
             return None
         mime = resource.get("mimeType") or "application/octet-stream"
-        return CarriedResource(mime, body, _http_headers(didl, len(body)))
+        return CarriedResource(mime, body, _http_headers(didl, len(body)), encoded)
     return None
 
 

@@ -2,8 +2,10 @@
 
 Strategy ``get`` lists identifiers (ListIdentifiers) and leaves the fetching to the harvest;
 strategy ``didl`` lists records in ``oai_didl`` (ListRecords), which carry the resources by
-value as mod_oai intended, archives each raw OAI-PMH exchange and each carried resource, and
-leaves only resources given by reference to be fetched.
+value as mod_oai intended, one page read ahead (:mod:`harvester.prefetcher`); it archives each
+carried resource, then each OAI-PMH exchange with the carried bytes by reference to their
+records (:mod:`harvester.listpage`), and leaves only resources given by reference to be
+fetched.
 
 Each set asked for (or the whole repository) is its own list, with its own incremental bound
 and position in the state (``harvester/storage/``): a list asks ``from`` its own last complete
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 
 from harvester.archive.recorder import Recorder
 from harvester.carried import carried_resource
+from harvester.elision import Carried, digest
 from harvester.exceptions import (
     BadResumptionToken,
     CannotDisseminateFormat,
@@ -28,7 +31,9 @@ from harvester.exceptions import (
     RecordsRepository,
 )
 from harvester.limits import oai_limits
+from harvester.listpage import write_page
 from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
+from harvester.prefetcher import Prefetcher
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Listed, ListKey, State
 from harvester.summary import Summary
@@ -151,11 +156,15 @@ class Lister:
             "set_spec": None if token else set_spec,
             "resumption_token": token,
         }
-        with OAIClient(self.endpoint.endpoint, limits=oai_limits(self.settings)) as client:
-            if self.settings.oai_strategy == "didl":
-                for raw in client.list_records_raw(metadata_prefix="oai_didl", **args):
-                    listed = [_listed(r.header) for r in raw.records]
-                    yield listed, raw.token, raw.response_date, raw
+        didl = self.settings.oai_strategy == "didl"
+        limits = oai_limits(self.settings)
+        with OAIClient(self.endpoint.endpoint, limits=limits, compressed=not didl) as client:
+            if didl:
+                pages = client.list_records_raw(metadata_prefix="oai_didl", **args)
+                with Prefetcher(pages, name="oai-didl-pages") as prefetched:
+                    for raw in prefetched:
+                        listed = [_listed(r.header) for r in raw.records]
+                        yield listed, raw.token, raw.response_date, raw
             else:
                 for page in client.list_identifiers(metadata_prefix="oai_dc", **args):
                     yield [_listed(h) for h in page.headers], page.token, page.response_date, None
@@ -163,13 +172,17 @@ class Lister:
     # -- the didl strategy -------------------------------------------------------------
 
     def _archive_page(self, page: RawPage) -> None:
-        """The raw exchange, then every resource the page carries by value: marked archived
-        with one commit, made before their WARC file can be finished."""
-        self.recorder.exchange(page.exchange)
+        """Every resource the page carries by value, then the exchange with those bytes by
+        reference to their records (:mod:`harvester.listpage`), all in one file; the
+        resources are marked archived with one commit, made before that file can be
+        finished."""
         with self.recorder.writer.one_file(), self.state.batch():
-            self._archive_carried(page)
+            carried = self._archive_carried(page)
+            write_page(self.recorder, page.exchange, carried)
 
-    def _archive_carried(self, page: RawPage) -> None:
+    def _archive_carried(self, page: RawPage) -> list[Carried]:
+        """The resources archived from ``page``, each with the record holding its bytes."""
+        archived = []
         for raw in page.records:
             meta = raw.metadata
             if raw.header.deleted or meta is None:
@@ -184,6 +197,9 @@ class Lister:
             self.state.mark_archived(res.url, capture, None)
             self.summary.fetched += 1
             self.summary.bytes += len(carried.body)
+            held = capture.payload_digest or digest(carried.body)
+            archived.append(Carried(carried.encoded, carried.body, capture.record_id, held))
+        return archived
 
 
 def _listed(header: ListedHeader) -> Listed:

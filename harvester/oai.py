@@ -55,7 +55,7 @@ from harvester.oaidates import (
     parse_oai_datestamp,
 )
 from harvester.oaiguard import ListGuard
-from harvester.oaihttp import OAI_NS, Http, check_envelope, parse_oai_xml
+from harvester.oaihttp import ACCEPT_ENCODING, OAI_NS, Http, check_envelope, parse_oai_xml
 from harvester.oaimodels import EndpointInfo, ListedHeader, ListPage, RawPage, RawRecord
 from harvester.settings import defaults
 
@@ -205,6 +205,8 @@ class OAIClient(Component):
     Each list method yields one page per response, carrying the token that fetches the next
     page; a new client given that token continues the same list. Requests are bounded by
     ``limits`` (:func:`~harvester.limits.oai_limits` of the settings; the defaults' if None).
+    Without ``compressed`` it asks for responses without content coding (strategy ``didl``:
+    a page kept with its carried bytes elided must be rebuildable byte for byte).
     """
 
     def __init__(
@@ -216,12 +218,14 @@ class OAIClient(Component):
         clock: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
         session: requests.Session | None = None,
+        compressed: bool = True,
     ) -> None:
         limits = limits or oai_limits(defaults())
         self.endpoint = endpoint
         self._own_session = session is None
         self._session = session or requests.Session()
-        http = Http(self._session, limits, sleep, clock, rng or random.Random())
+        coding = ACCEPT_ENCODING if compressed else "identity"
+        http = Http(self._session, limits, sleep, clock, rng or random.Random(), coding)
         self.sickle = SafeSickle(endpoint, http)
 
     def identify(self) -> EndpointInfo:

@@ -167,7 +167,8 @@ def _request_headers(response: requests.Response) -> tuple[Header, ...]:
 
 
 class Http:
-    """GET with retries, redirects, bounded reads and safe decoding; one per client."""
+    """GET with retries, redirects, bounded reads and safe decoding; one per client.
+    ``accept_encoding`` is the Accept-Encoding sent (``identity`` asks for no coding)."""
 
     def __init__(
         self,
@@ -176,9 +177,11 @@ class Http:
         sleep: Callable[[float], None],
         clock: Callable[[], datetime],
         rng: random.Random,
+        accept_encoding: str = ACCEPT_ENCODING,
     ) -> None:
         self.session = session
         self.limits = limits
+        self.accept_encoding = accept_encoding
         self._sleep = sleep
         self._clock = clock
         self._rng = rng
@@ -220,7 +223,7 @@ class Http:
         raise PermanentFetchError(f"more than {MAX_REDIRECTS} redirects from {url}")
 
     def _send(self, url: str, params: dict[str, str] | None, deadline: float) -> requests.Response:
-        headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
+        headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": self.accept_encoding}
         wait = max(0.001, min(self.limits.timeout, deadline - time.monotonic()))
         timeout = (wait, wait)
         try:

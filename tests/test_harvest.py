@@ -18,6 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.archive.repair import verify_warc
 from harvester.assembly import build_harvest
 from harvester.cli import main
+from harvester.listpage import ELIDED_PROFILE
 from harvester.settings import load_settings
 from harvester.storage.protocol import ListKey
 from harvester.storage.sqlite.state import SQLiteState
@@ -139,8 +140,9 @@ def test_didl_strategy_stores_carried_resources(served, tmp_path: Path) -> None:
     rel = sorted(site.public)[3]
     assert carried[url_of(server, rel)] == (site.root / rel).read_bytes()
     assert [t for t, _h, _c in recs if t == "resource"] == []
-    exchanges = [h["WARC-Target-URI"] for t, h, _c in recs if t == "response"]
-    assert any(u.startswith(endpoint) for u in exchanges)
+    pages = [h for t, h, _c in recs if t == "revisit"]  # the list pages, carried bytes elided
+    assert pages and all(h["WARC-Target-URI"].startswith(endpoint) for h in pages)
+    assert {h["WARC-Profile"] for h in pages} == {ELIDED_PROFILE}
     assert summary["coverage"] == 1.0
 
 
