@@ -13,13 +13,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
-import itertools
 import json
 import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -28,15 +26,14 @@ from harvester.archive import capturegroup
 from harvester.archive.recordbytes import sha1_base32
 from harvester.archive.recorder import Recorder
 from harvester.archive.repair import verify_warc
-from harvester.archive.warc import RotatingWARCWriter
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import fetch_settings
 from harvester.settings import defaults
 from harvester.storage.protocol import Capture, Resource
+from tests.fixedwriter import fixed_writer
 from tests.servers import RunningServer, start_wsgi
 
-MOMENT = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 QUIET = replace(defaults(), ignore_robots=True, max_retries=0)
 
 
@@ -99,21 +96,9 @@ def cases(server: RunningServer) -> list[Case]:
     ]
 
 
-def writer(directory: Path, lines: list[str]) -> RotatingWARCWriter:
-    ids = (f"<urn:uuid:00000000-0000-4000-8000-{n:012d}>" for n in itertools.count())
-    made = RotatingWARCWriter(
-        directory,
-        clock=lambda: MOMENT,
-        make_id=lambda: next(ids),
-        on_finish=lambda _name, captured: lines.extend(captured),
-    )
-    made.open()
-    return made
-
-
 def record_all(directory: Path, groups: list[Case]) -> tuple[list[Capture], list[str], Path]:
     lines: list[str] = []
-    out = writer(directory, lines)
+    out = fixed_writer(directory, lines)
     recorder = Recorder(out, strategy="oai-get", endpoint="http://127.0.0.1/oai")
     captures = []
     for res, result, outlinks, followed in groups:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import gzip
-import itertools
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,10 +12,10 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.archive.capturegroup import exchange_group
 from harvester.archive.recorder import Recorder
 from harvester.archive.repair import verify_warc
-from harvester.archive.warc import RecordLocation, RotatingWARCWriter
+from harvester.archive.warc import RecordLocation
 from harvester.exchange import HttpExchange
+from tests.fixedwriter import MOMENT, fixed_writer
 
-MOMENT = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 URL = "http://127.0.0.1:8080/oai?verb=ListRecords&resumptionToken=a%2Fb"
 PAGE = b'<?xml version="1.0"?><OAI-PMH><ListRecords>' + b"<record/>" * 5000 + b"</ListRecords>"
 
@@ -51,18 +49,6 @@ EXCHANGES = [
 ]
 
 
-def writer(directory: Path, lines: list[str]) -> RotatingWARCWriter:
-    ids = (f"<urn:uuid:00000000-0000-0000-0000-{n:012d}>" for n in itertools.count())
-    made = RotatingWARCWriter(
-        directory,
-        clock=lambda: MOMENT,
-        make_id=lambda: next(ids),
-        on_finish=lambda _name, captured: lines.extend(captured),
-    )
-    made.open()
-    return made
-
-
 def members(path: Path, locations: list[RecordLocation]) -> list[bytes]:
     data = path.read_bytes()
     return [gzip.decompress(data[at.offset : at.offset + at.length]) for at in locations]
@@ -83,8 +69,8 @@ def test_hand_built_exchange_is_byte_for_byte_warcios(tmp_path: Path) -> None:
     our_lines: list[str] = []
     warcio_lines: list[str] = []
     placed: list[RecordLocation] = []
-    ours = writer(tmp_path / "ours", our_lines)
-    warcio = writer(tmp_path / "warcio", warcio_lines)
+    ours = fixed_writer(tmp_path / "ours", our_lines)
+    warcio = fixed_writer(tmp_path / "warcio", warcio_lines)
     recorder = Recorder(warcio, strategy="oai-records", endpoint=URL)
     ours.write_metadata_group([b"<first/>"])  # each file's warcinfo takes one ID
     warcio.write_group([warcio.metadata_record(b"<first/>")])

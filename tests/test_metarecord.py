@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import itertools
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,8 +10,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive.repair import verify_warc
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
+from tests.fixedwriter import fixed_writer
 
-MOMENT = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
 PAYLOADS = [
     b"<didl/>",
     "<didl>\u00e9t\u00e9 \U0001f600</didl>".encode(),
@@ -22,20 +20,13 @@ PAYLOADS = [
 ]
 
 
-def writer(directory: Path) -> RotatingWARCWriter:
-    ids = (f"<urn:uuid:00000000-0000-0000-0000-{n:012d}>" for n in itertools.count())
-    made = RotatingWARCWriter(directory, clock=lambda: MOMENT, make_id=lambda: next(ids))
-    made.open()
-    return made
-
-
 def members(path: Path, locations: list[RecordLocation]) -> list[bytes]:
     data = path.read_bytes()
     return [gzip.decompress(data[at.offset : at.offset + at.length]) for at in locations]
 
 
 def test_hand_built_group_is_byte_for_byte_warcios(tmp_path: Path) -> None:
-    ours, warcio = writer(tmp_path / "ours"), writer(tmp_path / "warcio")
+    ours, warcio = fixed_writer(tmp_path / "ours"), fixed_writer(tmp_path / "warcio")
     ours.write_metadata_group([b"<first/>"])  # each file's warcinfo takes one ID
     warcio.write_group([warcio.metadata_record(b"<first/>")])
     built = ours.write_metadata_group(PAYLOADS)
@@ -53,7 +44,7 @@ def test_hand_built_group_is_byte_for_byte_warcios(tmp_path: Path) -> None:
 
 
 def test_each_record_reads_from_its_own_offset(tmp_path: Path) -> None:
-    ours = writer(tmp_path)
+    ours = fixed_writer(tmp_path)
     built = ours.write_metadata_group(PAYLOADS) + ours.write_metadata_group([b"<m/>"])
     path = ours.current_path
     assert path is not None
