@@ -11,7 +11,7 @@ revisit records when unchanged); with ``--linked files``, each landing page's
 record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted item
 gets a deletion note. Items settle after every page when one format is listed, else after every
 list is read, so each record holds all formats. With ``--linked none`` and one format, a page's
-records are made by one of :mod:`.didlbuilder`'s processes while the next pages are listed and
+records are made by :mod:`.didlbuilder`'s process while the next pages are listed and
 stored. Unchanged items are not touched.
 """
 
