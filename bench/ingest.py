@@ -6,7 +6,7 @@ URL --mode records --linked none`` (every page archived in WARC, one DIDL record
 the state kept) and by ``oaipmh-scythe`` writing every record's XML to one file. Both wait on
 the same server. Each pair runs ``REPEATS`` times, alternately, at N/10 and at N; reported
 are the medians of records/s, peak RSS and CPU seconds (user and system, the child's own and
-its waited-for children's: our DIDL builders) per 10,000 records, the ratio of the medians,
+its waited-for children's: our DIDL builder) per 10,000 records, the ratio of the medians,
 and the load average before each size (other work on the machine moves records/s, and CPU
 seconds less).
 

@@ -8,7 +8,8 @@ starts one child process (``python -m harvester.records.didlbuilder``: not
 threaded process) and sends it, over its stdin and stdout, one page's items at a time, as plain
 tuples (cheap to pickle); it answers with each record's ID, date and gzip member, in order: the
 child draws the record IDs (random UUIDs, like the writer's) and one WARC-Date for the page's
-records. :class:`DidlBuilders` hands the pages to several such children in turn. The parent
+records. Both pipes are widened to hold a page's group (Linux), so a hand-over returns at
+once. :class:`DidlBuilders` hands the pages to several such children in turn. The parent
 writes each page's records as one group and settles the items as before: an item stays
 ``pending`` in the state until its record is written, so a killed run finishes it on the next
 one. A child ends when its pipe closes (the parent closed it, or died).
@@ -16,6 +17,7 @@ one. A child ends when its pipe closes (the parent closed it, or died).
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import subprocess
@@ -35,6 +37,7 @@ from harvester.records.itemdidl import item_didl
 from harvester.records.randomids import uuid4_texts
 
 log = logging.getLogger(__name__)
+PIPE_BYTES = 1 << 20  # a page's group in one write: Linux's default pipe-max-size
 
 
 # One item: identifier, datestamp, sets, deleted, and its formats (prefix, metadata XML).
@@ -51,11 +54,17 @@ class DidlBuilder:
         argv = [sys.executable, "-m", "harvester.records.didlbuilder"]
         self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self._process.stdin is not None and self._process.stdout is not None
+        for pipe in (self._process.stdin, self._process.stdout):
+            _widen(pipe.fileno())
         self._out = Connection(os.dup(self._process.stdin.fileno()), readable=False)
         self._in = Connection(os.dup(self._process.stdout.fileno()), writable=False)
         self._process.stdin.close()
         self._process.stdout.close()
         self.pending = 0  # groups sent and not yet received
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def send(self, provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> None:
         """Hand over one group's items, listed from ``endpoint``. The child reads every
@@ -80,6 +89,15 @@ class DidlBuilder:
             log.warning("the DIDL builder did not stop; killing it")
             self._process.kill()
             self._process.wait()
+
+
+def _widen(fd: int) -> None:
+    """Let the pipe hold a whole group (Linux): a 64 KB pipe makes the writer wait for the
+    reader's every chunk, and the child's reading thread waits for its GIL at each one."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (AttributeError, OSError) as exc:  # not Linux, or above the system's limit
+        log.debug("pipe kept at its size: %s", exc)
 
 
 class DidlBuilders:

@@ -11,7 +11,7 @@ revisit records when unchanged); with ``--linked files``, each landing page's
 record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted item
 gets a deletion note. Items settle after every page when one format is listed, else after every
 list is read, so each record holds all formats. With ``--linked none`` and one format, a page's
-records are made by one of :mod:`.didlbuilder`'s processes while the next pages are listed and
+records are made by :mod:`.didlbuilder`'s process while the next pages are listed and
 stored. Unchanged items are not touched.
 """
 
@@ -46,7 +46,8 @@ from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run
-BUILDERS = 2  # processes making the DIDL records with --linked none: the run's widest stage
+BUILDERS = 1  # processes making the DIDL records with --linked none (one keeps up now)
+IN_FLIGHT = 2  # groups handed to the builders and not yet written
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 _STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
 FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
@@ -140,7 +141,7 @@ class Ingest:
             from_ = lister.from_date(position.harvested_until)
             self.state.lists.start(key, from_)
         outcome = ListOutcome()
-        building: list[list[Item]] = []  # groups the builders make, oldest first
+        building: list[list[Item]] = []  # groups being made, oldest first
         try:
             for page in lister.pages(key, from_, token, outcome):
                 if self._builder is not None:
@@ -148,7 +149,7 @@ class Ingest:
                     # written, so no builder waits for the state.
                     group = self._send(self._builder, key, self._store(key, page))
                     building += [group] if group else []
-                    while len(building) > self._builder.size:
+                    while len(building) > IN_FLIGHT:
                         self._write_built(building.pop(0), newer=building)
                     continue
                 changed = self._store(key, page)
