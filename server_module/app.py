@@ -3,7 +3,8 @@
 It opens (and refreshes) the file index, builds the repository, and mounts the OAI-PMH
 endpoint and the ResourceSync documents (:mod:`server_module.resourcesync`); with
 ``serve_files`` (the default) it also serves the site's files, otherwise the web server in
-front (nginx, Apache) serves them and proxies only the endpoint and the documents.
+front (nginx, Apache) serves them and proxies only the endpoint and the documents. A plain
+file GET is answered before Flask (:mod:`server_module.filegate`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from flask import Flask
 
+from server_module.filegate import FileGate
 from server_module.formats import FormatRegistry, default_registry
 from server_module.index import FileIndex, default_index_path
 from server_module.refresher import Refresher
@@ -62,6 +64,8 @@ def create_app(
         app.register_blueprint(file_blueprint())
     app.before_request(refresher.open)
     atexit.register(refresher.close)
+    if settings.serve_files:
+        app.wsgi_app = FileGate(app)  # type: ignore[method-assign]
     return app
 
 

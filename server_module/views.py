@@ -11,19 +11,18 @@ outside file reaches a byte that is not public. They are served with exactly the
 from __future__ import annotations
 
 import logging
-import os
 from functools import partial
 from importlib.resources import files as package_files
 from typing import Any
-from urllib.parse import quote, unquote_to_bytes
+from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
 from werkzeug.datastructures import Headers
 from werkzeug.wsgi import wrap_file
 
 from server_module.contentcoding import coded
-from server_module.files import open_public
-from server_module.headers import etag, file_headers, http_date
+from server_module.fileanswer import answer_file, request_relpath
+from server_module.headers import etag
 from server_module.oai.errors import BadArgument
 from server_module.oai.render import Envelope, document, errors_body
 from server_module.oai.request import decode_arguments
@@ -124,7 +123,7 @@ def schema(name: str) -> Response:
 def site_file(subpath: str) -> Response:
     """A file by its path; a folder, as nginx answers one, by its indexed ``index.html``:
     ``/a/`` serves ``a/index.html``, ``/a`` redirects 301 to ``/a/`` with the query kept."""
-    relpath = _request_relpath()
+    relpath = request_relpath(request.environ)
     repo = repository()
     folder = not relpath or relpath.endswith(b"/")
     with repo.index.snapshot() as snap:
@@ -155,65 +154,14 @@ def _to_folder(relpath: bytes) -> Response:
     return response
 
 
-def _request_relpath() -> bytes:
-    """The path as the client sent it, percent-decoded exactly once, as bytes.
-
-    From the raw request line where the server gives it (gunicorn and werkzeug set
-    ``RAW_URI``): werkzeug's own PATH_INFO has already turned bytes that are not UTF-8 into
-    replacement characters. Else PATH_INFO, which PEP 3333 carries as latin-1.
-    """
-    environ = request.environ
-    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
-    if raw:
-        path = unquote_to_bytes(raw.split("?", 1)[0].split("#", 1)[0])
-        prefix = environ.get("SCRIPT_NAME", "").encode("latin-1")
-        if prefix and path.startswith(prefix):
-            path = path[len(prefix) :]
-    else:
-        path = environ.get("PATH_INFO", "").encode("latin-1", "replace")
-    return path.lstrip(b"/")
-
-
 def _serve(repo: Repository, record: FileRecord) -> Response:
-    ctx = repo.context
-    opened = open_public(ctx.docroot, record.relpath, ctx.exclude, ctx.allow_outside)
-    if opened is None:
+    answer = answer_file(repo, record, request.environ)
+    if answer is None:
         return Response("not found\n", status=404, content_type="text/plain")
-    handle, info = opened
-    fresh = info.st_size == record.size and info.st_mtime_ns == record.mtime_ns
-    headers = Headers(file_headers(record) if fresh else _live_headers(record, info))
-    if _not_modified(headers):
-        handle.close()
-        return Response(
-            status=304, headers=[(k, v) for k, v in headers if k in ("ETag", "Last-Modified")]
-        )
-    body: Any = wrap_file(request.environ, handle)
-    return Response(body, headers=headers, direct_passthrough=True)
-
-
-def _live_headers(record: FileRecord, info: os.stat_result) -> list[tuple[str, str]]:
-    """The file changed since the last refresh: describe what is on disk now."""
-    weak = f'W/"{info.st_size:x}-{info.st_mtime_ns:x}"'
-    return [
-        ("Content-Type", record.mime),
-        ("Content-Length", str(info.st_size)),
-        ("Last-Modified", http_date(info.st_mtime_ns)),
-        ("ETag", weak),
-        ("Accept-Ranges", "none"),
-    ]
-
-
-def _not_modified(headers: Headers) -> bool:
-    """RFC 9110 §13.2.2: If-None-Match wins over If-Modified-Since."""
-    tag = headers["ETag"]
-    if request.if_none_match:
-        return request.if_none_match.contains_weak(tag.removeprefix("W/").strip('"'))
-    since = request.if_modified_since
-    if since is not None:
-        from email.utils import parsedate_to_datetime
-
-        return parsedate_to_datetime(headers["Last-Modified"]) <= since
-    return False
+    if answer.handle is None:
+        return Response(status=answer.status, headers=answer.headers)
+    body: Any = wrap_file(request.environ, answer.handle)
+    return Response(body, headers=Headers(answer.headers), direct_passthrough=True)
 
 
 __all__ = ["etag", "file_blueprint", "make_blueprint"]

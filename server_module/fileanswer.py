@@ -1,0 +1,93 @@
+"""The answer to a GET or HEAD of one indexed file, shared by the Flask view and the fast path.
+
+:func:`answer_file` opens the file through :func:`server_module.files.open_public` and
+chooses the status and headers: 200 with exactly the headers the ``http_header`` format
+reports (or, when the file changed since the last refresh, headers that describe what is on
+disk now), or 304 with its ETag when the request's conditions say the client's copy is
+current (RFC 9110 §13.2.2: If-None-Match wins over If-Modified-Since).
+"""
+
+from __future__ import annotations
+
+import os
+from email.utils import parsedate_to_datetime
+from typing import Any, BinaryIO, NamedTuple
+from urllib.parse import unquote_to_bytes
+
+from werkzeug.http import parse_date, parse_etags
+
+from server_module.files import open_public
+from server_module.headers import file_headers, http_date
+from server_module.records import FileRecord
+from server_module.repository import Repository
+
+Headers = list[tuple[str, str]]
+# What a 304 carries: its ETag. (werkzeug drops Last-Modified from a 304 as an entity header,
+# so the Flask view never sent it there; the fast path sends what the view sends.)
+VALIDATORS = ("ETag",)
+
+
+class FileAnswer(NamedTuple):
+    """A 200 (``handle`` open for the body; the caller closes it) or a 304 (``handle`` None)."""
+
+    status: int
+    headers: Headers
+    handle: BinaryIO | None
+    size: int  # the file's size when opened
+
+
+def request_relpath(environ: dict[str, Any]) -> bytes:
+    """The path as the client sent it, percent-decoded exactly once, as bytes.
+
+    From the raw request line where the server gives it (gunicorn and werkzeug set
+    ``RAW_URI``): werkzeug's own PATH_INFO has already turned bytes that are not UTF-8 into
+    replacement characters. Else PATH_INFO, which PEP 3333 carries as latin-1.
+    """
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        path = unquote_to_bytes(raw.split("?", 1)[0].split("#", 1)[0])
+        prefix = environ.get("SCRIPT_NAME", "").encode("latin-1")
+        if prefix and path.startswith(prefix):
+            path = path[len(prefix) :]
+    else:
+        path = environ.get("PATH_INFO", "").encode("latin-1", "replace")
+    return path.lstrip(b"/")
+
+
+def answer_file(repo: Repository, record: FileRecord, environ: dict[str, Any]) -> FileAnswer | None:
+    """The answer for an indexed, live file; None when it is not public now (a 404)."""
+    ctx = repo.context
+    opened = open_public(ctx.docroot, record.relpath, ctx.exclude, ctx.allow_outside)
+    if opened is None:
+        return None
+    handle, info = opened
+    fresh = info.st_size == record.size and info.st_mtime_ns == record.mtime_ns
+    headers = file_headers(record) if fresh else live_headers(record, info)
+    if not_modified(headers, environ):
+        handle.close()
+        return FileAnswer(304, [(k, v) for k, v in headers if k in VALIDATORS], None, 0)
+    return FileAnswer(200, headers, handle, info.st_size)
+
+
+def live_headers(record: FileRecord, info: os.stat_result) -> Headers:
+    """The file changed since the last refresh: describe what is on disk now."""
+    weak = f'W/"{info.st_size:x}-{info.st_mtime_ns:x}"'
+    return [
+        ("Content-Type", record.mime),
+        ("Content-Length", str(info.st_size)),
+        ("Last-Modified", http_date(info.st_mtime_ns)),
+        ("ETag", weak),
+        ("Accept-Ranges", "none"),
+    ]
+
+
+def not_modified(headers: Headers, environ: dict[str, Any]) -> bool:
+    """Whether the request's conditions match these validators (If-None-Match first)."""
+    fields = dict(headers)
+    tags = parse_etags(environ.get("HTTP_IF_NONE_MATCH"))
+    if tags:
+        return tags.contains_weak(fields["ETag"].removeprefix("W/").strip('"'))
+    since = parse_date(environ.get("HTTP_IF_MODIFIED_SINCE"))
+    if since is not None:
+        return parsedate_to_datetime(fields["Last-Modified"]) <= since
+    return False
