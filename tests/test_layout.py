@@ -120,3 +120,14 @@ def test_the_registry_names_postgresql_as_its_module_does() -> None:
     from harvester.storage.registry import POSTGRES
 
     assert POSTGRES == SCHEME
+
+
+def test_no_module_of_the_packages_is_over_400_lines() -> None:
+    """One concept a module: none of the three packages' modules grows past 400 lines."""
+    long = {
+        str(path.relative_to(REPO)): lines
+        for package in PACKAGES
+        for path in (REPO / package).rglob("*.py")
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long, long

@@ -28,7 +28,6 @@ become text, is ``bodytext.body_text``'s.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,6 +36,7 @@ from typing import NamedTuple
 from lxml import etree
 
 from harvester.crawl.bodytext import body_text
+from harvester.crawl.cssurls import css_urls
 from harvester.crawl.urls import canonicalize
 
 __all__ = ["MAX_BODY_BYTES", "Link", "extract_links"]
@@ -360,59 +360,8 @@ def _refresh_url(content: str) -> str | None:
     return url or None
 
 
-# CSS
-
-
-def _css_url_body(group: str) -> str:
-    """The inside of ``url(...)``: a quoted string, or an unquoted run without parentheses."""
-    return (
-        rf"""\(\s*(?:"(?P<{group}d>(?:[^"\\\n]|\\.)*+)"|'(?P<{group}s>(?:[^'\\\n]|\\.)*+)'"""
-        rf"""|(?P<{group}b>(?:[^\s()"'\\]|\\[0-9a-f]{{1,6}}\s?|\\.)*+))\s*\)"""
-    )
-
-
-# Matched against the text with its ASCII letters lower-cased (CSS keywords are
-# case-insensitive) so that every branch starts with a literal and the scan stays fast.
-_CSS_LINK = re.compile(
-    r"/\*.*?(?:\*/|\Z)"  # a comment: skipped
-    r"|@import\s*(?:url"
-    + _css_url_body("import_url_")
-    + r"""|"(?P<import_d>(?:[^"\\\n]|\\.)*+)"|'(?P<import_s>(?:[^'\\\n]|\\.)*+)')"""
-    r"|u(?<![\w-]u)rl" + _css_url_body("url_") + r"""|"(?:[^"\\\n]|\\.)*+"|'(?:[^'\\\n]|\\.)*+'""",
-    re.S,
-)
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n]?|(\n)|(.))", re.S)
-
-
 def _css_candidates(css: str, base: str) -> Iterator[_Candidate]:
-    """``url(...)`` and ``@import`` targets, outside comments and unrelated strings.
-
-    >>> css = "@import 'a.css'; /* url(no) */ p { content: 'url(no)'; background: URL(b\\\\ c) }"
-    >>> [(found.value, found.source) for found in _css_candidates(css, "http://h/")]
-    [('a.css', 'css/import'), ('b c', 'css/url')]
-    """
-    for match in _CSS_LINK.finditer(css.translate(_ASCII_LOWER)):
-        group = match.lastgroup  # the one URL group that matched, if any
-        if group is not None:
-            value = _css_unescape(css[match.start(group) : match.end(group)])
-            source = "css/import" if group.startswith("import_") else "css/url"
-            yield _Candidate(value, base, source, embed=True)
-
-
-def _css_unescape(text: str) -> str:
-    r"""CSS escapes resolved (CSS Syntax 3 §4.3.7).
-
-    >>> _css_unescape(r"a\28 b\)c\\d\0")
-    'a(b)c\\d�'
-    """
-    return _CSS_ESCAPE.sub(_css_escaped, text) if "\\" in text else text
-
-
-def _css_escaped(match: re.Match[str]) -> str:
-    hex_digits, newline, char = match.groups()
-    if hex_digits is None:
-        return "" if newline else char
-    code = int(hex_digits, 16)
-    valid = 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF
-    return chr(code) if valid else "\ufffd"
+    """Each ``url(...)`` and ``@import`` target of a style sheet (:mod:`~harvester.crawl.cssurls`)
+    as a link candidate."""
+    for value, source in css_urls(css):
+        yield _Candidate(value, base, source, embed=True)
