@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
@@ -50,6 +50,7 @@ from harvester.exceptions import ArchiveError
 
 __all__ = ["DEFAULT_MAX_SIZE", "RecordLocation", "RotatingWARCWriter"]
 
+_Record = TypeVar("_Record", ArcWarcRecord, Built)  # a record warcio builds, or one built by hand
 log = logging.getLogger(__name__)
 
 GZIP_LEVEL = 6  # zlib's default; warcio's 9 costs more CPU for a few percent of size
@@ -169,16 +170,7 @@ class RotatingWARCWriter(RecordFactory, Component):
         ``then`` builds more records of the same group from where the first ones landed (a
         DIDL record that points at its response's offset); they go into the same file.
         """
-        if not self._is_open:
-            raise ArchiveError("the WARC writer is not open")
-        if not records:
-            return []
-        current = self._file_for_group()
-        with self._group(current):
-            locations = [self._write_record(current, record) for record in records]
-            if then is not None:
-                locations += [self._write_record(current, r) for r in then(list(locations))]
-        return locations
+        return self._in_group(records, then, self._write_records)
 
     def write_metadata_group(
         self, payloads: Sequence[bytes], content_type: str = "application/xml"
@@ -203,16 +195,31 @@ class RotatingWARCWriter(RecordFactory, Component):
         """Records built by hand (:mod:`harvester.archive.recordbytes`), written as one group
         as :meth:`write_group` writes its records, ``then`` included; a capture's CDXJ line is
         made from the fields it carries."""
+        return self._in_group(records, then, self._write_built)
+
+    def _in_group(
+        self,
+        records: Sequence[_Record],
+        then: Callable[[list[RecordLocation]], Sequence[_Record]] | None,
+        write: Callable[[_OpenFile, Sequence[_Record]], list[RecordLocation]],
+    ) -> list[RecordLocation]:
+        """``records``, then what ``then`` builds from where they landed, into one file as one
+        group (flushed, fsynced when durable, cut back on failure)."""
         if not self._is_open:
             raise ArchiveError("the WARC writer is not open")
         if not records:
             return []
         current = self._file_for_group()
         with self._group(current):
-            locations = self._write_built(current, records)
+            locations = write(current, records)
             if then is not None:
-                locations += self._write_built(current, then(list(locations)))
+                locations += write(current, then(list(locations)))
         return locations
+
+    def _write_records(
+        self, current: _OpenFile, records: Sequence[ArcWarcRecord]
+    ) -> list[RecordLocation]:
+        return [self._write_record(current, record) for record in records]
 
     def _write_built(self, current: _OpenFile, records: Sequence[Built]) -> list[RecordLocation]:
         offset, name = current.fh.tell(), current.name
