@@ -1,6 +1,7 @@
 """Finding how to list a site: its OAI-PMH endpoint, its ResourceSync source, or neither.
 
-``--oai`` wins; otherwise ``SITE_URL/oai`` and then ``SITE_URL/modoai`` are probed with
+``--oai`` wins; otherwise ``SITE_URL`` itself (when it has a path: it may be the endpoint, as
+sickle's users pass it), then ``SITE_URL/oai`` and ``SITE_URL/modoai`` are probed with
 ``verb=Identify`` and only a well-formed Identify response is accepted. With none, a
 ResourceSync Source Description at ``SITE_URL/.well-known/resourcesync`` is looked for
 (:mod:`harvester.resourcesync`); with none either, ``--mode auto`` falls back to crawling the
@@ -95,9 +96,10 @@ def _identify(settings: HarvestSettings) -> EndpointInfo | None:
         with OAIClient(settings.oai, limits=oai_limits(settings)) as client:
             return client.identify()
     # A URL with a path may be an endpoint itself (DSpace's /oai/request, EPrints'
-    # /cgi/oai2): asked last. A site's root is never asked, so a crawl sends nothing more.
+    # /cgi/oai2): asked first, so a repository answering under every path of its prefix is
+    # not taken at URL/oai. A site's root is never asked, so a crawl sends nothing more.
     itself = ("",) if urlsplit(settings.site_url).path.strip("/") else ()
-    paths = ("/oai", "/modoai", *itself)
+    paths = (*itself, "/oai", "/modoai")
     return probe(
         settings.site_url, paths=paths, limits=replace(oai_limits(settings), max_retries=1)
     )

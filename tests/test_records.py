@@ -429,3 +429,16 @@ def test_records_mode_on_a_postgresql_state_and_again_incrementally(
         again, second = ingest(server, tmp_path / "c", capsys, "--linked", "none", "--state", state)
     assert code == 0 and first["records"] == 12 and len(item_didls(tmp_path / "c")) == 12
     assert again == 0 and second["records"] == 0
+
+
+def test_a_url_that_answers_identify_is_the_endpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository that answers OAI-PMH under every path (as one routing by prefix does):
+    the URL given is the endpoint, not ``URL/oai`` below it."""
+    with start_wsgi("tests.oai_apps:provider", {"pages": 1, "per_page": 2}) as server:
+        argv = ["harvest", server.url + "/repo", "--out", str(tmp_path / "out"), "--json"]
+        code = main([*argv, "--quiet", "--mode", "records", "--linked", "none"])
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and summary["records"] == 1, summary
+    assert summary["endpoint"] == server.url + "/repo"
