@@ -10,7 +10,10 @@ its waited-for children's: our DIDL builder) per 10,000 records, the ratio of th
 and the load average before each size (other work on the machine moves records/s, and CPU
 seconds less).
 
-``python -m bench ingest [RECORDS [REPEATS]]`` (default 100000, 3).
+``python -m bench ingest [RECORDS [REPEATS [PAGE_MS]]]`` (default 100000, 3, 0): with
+``PAGE_MS`` the repository takes that many milliseconds to answer each list page, as a real
+one does for its database query (the default server answers in about a millisecond, so the
+two clients' own CPU is all that is measured).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -44,8 +48,9 @@ print(count)
 """
 
 
-def repository(items: int = 1000) -> Callable[..., Iterable[bytes]]:
-    """A fast OAI-PMH repository of ``items`` oai_dc records; tokens are page numbers."""
+def repository(items: int = 1000, page_ms: float = 0.0) -> Callable[..., Iterable[bytes]]:
+    """A fast OAI-PMH repository of ``items`` oai_dc records; tokens are page numbers. Each
+    list page is answered after ``page_ms`` milliseconds."""
 
     def record(n: int) -> str:
         return (
@@ -68,6 +73,8 @@ def repository(items: int = 1000) -> Callable[..., Iterable[bytes]]:
                 "</adminEmail><earliestDatestamp>2024-05-01</earliestDatestamp><deletedRecord>"
                 "no</deletedRecord><granularity>YYYY-MM-DD</granularity></Identify>"
             )
+        if page_ms:
+            time.sleep(page_ms / 1000)
         token = args.get("resumptionToken", "0")
         page = int(token) if token.isdigit() else 0
         rows = range(page * PER_PAGE, min((page + 1) * PER_PAGE, items))
@@ -121,11 +128,13 @@ def _medians(runs: list[Measure]) -> list[float]:
 def run(args: list[str]) -> Report:
     total = int(args[0]) if args else 100_000
     repeats = int(args[1]) if len(args) > 1 else 3
+    page_ms = float(args[2]) if len(args) > 2 else 0.0
     columns = ["records", "tool", "records/s", "peak RSS (MB)", "CPU s per 10k", "load"]
     report = Report("ingest", columns)
     for items in (total // 10, total):
         load = round(os.getloadavg()[0], 2)
-        with start_wsgi("bench.ingest:repository", {"items": items}, ready_path="/") as server:
+        kwargs = {"items": items, "page_ms": page_ms}
+        with start_wsgi("bench.ingest:repository", kwargs, ready_path="/") as server:
             url = server.url + "/oai"
             ours: list[Measure] = []
             peer: list[Measure] = []
@@ -143,6 +152,8 @@ def run(args: list[str]) -> Report:
         report.figures[f"scythe_cpu_per_10k_{items}"] = round(theirs[2], 2)
     report.notes.append(
         f"medians of {repeats} alternating runs; ratio = our records/s over oaipmh-scythe's,"
-        " same server, same list; load = 1-minute load average before each size"
+        " same server, same list; load = 1-minute load average before each size;"
+        f" the repository answers each list page after {page_ms:g} ms"
     )
+    report.figures["page_ms"] = page_ms
     return report
