@@ -9,10 +9,10 @@ fetched.
 
 Each set asked for (or the whole repository) is its own list, with its own incremental bound
 and position in the state (``harvester/storage/``): a list asks ``from`` its own last complete
-list's responseDate minus the granularity's overlap. The position is saved after every page,
-so a crash mid-list resumes that list at the saved token, lists read to their end before the
-crash are not read again, and a token the provider no longer accepts restarts the list from
-its saved ``from`` date.
+list's responseDate minus the granularity's overlap. The position is saved after every page
+(a ``didl`` page's once it is archived), so a crash mid-list resumes that list at the saved
+token, lists read to their end before the crash are not read again, and a token the provider
+no longer accepts restarts the list from its saved ``from`` date.
 """
 
 from __future__ import annotations
@@ -109,13 +109,21 @@ class Lister:
     def _pages(
         self, key: ListKey, from_: str | None, token: str | None, expired: Callable[[], bool]
     ) -> bool:
+        before = token  # the token that asked for the page at hand
         try:
             for listed, page_token, response_date, page in self._fetch(from_, key.set_spec, token):
                 self._decide(key, listed)
-                self.state.record_page(self.site, listed, key, page_token, response_date)
+                # A page of oai_didl records is archived before the list moves past it: until
+                # then the saved position still asks for it, so a run stopped in between lists
+                # it (and archives its exchange) again.
+                after = page_token if page is None else before
+                self.state.record_page(self.site, listed, key, after, response_date)
                 self.summary.listed += len(listed)
                 if page is not None:
                     self._archive_page(page)
+                    with self.state.transaction():
+                        self.state.lists.page(key, page_token, response_date)
+                before = page_token
                 if expired():
                     return False
         except NoRecordsMatch:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import base64
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harvester import listing
 from harvester.archive.recorder import Payload
 from harvester.cli import main
 from harvester.listpage import ELIDED_PROFILE, ListPages
@@ -89,3 +91,29 @@ def test_a_page_sent_coded_anyway_is_kept_whole(recorded, tmp_path: Path) -> Non
     }
     assert received <= sent_digests, "each page's record holds the bytes sent, gzip and all"
     assert summary["coverage"] == 1.0 and summary["fetched"] == len(site.public)
+
+
+def test_a_page_whose_archiving_failed_is_listed_again(  # type: ignore[no-untyped-def]
+    recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A list page's position is saved only once the page is archived: a run that stops in
+    between (here a write that fails, as a full disk or a SIGKILL would end it) lists that
+    page again next time, so its exchange is not lost."""
+    _site, server, _sent = recorded
+    real, tried = listing.write_page, []
+
+    def failing_second(recorder: Any, exchange: Any, carried: Any) -> None:
+        tried.append(exchange.url)
+        if len(tried) == 2:
+            raise OSError("no space left on device (injected)")
+        real(recorder, exchange, carried)
+
+    monkeypatch.setattr(listing, "write_page", failing_second)
+    with pytest.raises(OSError):
+        harvest(server, tmp_path / "out", oai_strategy="didl")
+    monkeypatch.setattr(listing, "write_page", real)
+    harvest(server, tmp_path / "out", oai_strategy="didl")
+    # elided, or whole when what it carries was archived before the failure
+    archived = {h.get("WARC-Target-URI") for _kind, h, _c in records(tmp_path / "out")}
+    assert tried[1] in archived, "the page that failed was archived by the next run"
+    assert main(["verify", str(tmp_path / "out")]) == 0
