@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from coop_common.xmltext import is_plain
 from harvester.archive.didl import (
     _HEAD,
     _STATEMENT_END,
@@ -41,7 +42,9 @@ _HEAD_START, _, _HEAD_REST = _HEAD.partition("{}")
 _OPEN = f"{_HEAD_START}urn:uuid:"
 _TO_IDENTIFIER = f"{_HEAD_REST}{_STATEMENT_START}        <dii:Identifier>"
 _TO_DATESTAMP = "</pres:identifier>\n          <pres:datestamp>"
-_SET = "          <pres:setSpec>{}</pres:setSpec>\n"
+_SET_OPEN = "          <pres:setSpec>"
+_SET_CLOSE = "</pres:setSpec>\n"
+_SET_BETWEEN = _SET_CLOSE + _SET_OPEN
 Frame = tuple[str, str]  # from the first identifier to the second; from the sets to metadata
 _METADATA_CLOSE = f"</pres:metadata>\n{_STATEMENT_END}"
 
@@ -95,12 +98,13 @@ def plain_item_didl(
     :func:`frame`'s of its endpoint and provenance, ``components`` the linked resources'
     (none for ``--linked none``). One template a record: the builder process makes many."""
     identifier, datestamp, specs = header
-    ident = text(identifier)
-    sets = "".join([_SET.format(text(spec)) for spec in specs]) if specs else ""
+    if not is_plain(f"{identifier}{datestamp}{''.join(specs)}"):  # most have nothing to escape
+        identifier, datestamp, specs = text(identifier), text(datestamp), list(map(text, specs))
+    sets = f"{_SET_OPEN}{_SET_BETWEEN.join(specs)}{_SET_CLOSE}" if specs else ""
     metadata = "".join([_metadata_statement(prefix, xml) for prefix, xml in formats])
     return (
-        f"{_OPEN}{document_uuid}{_TO_IDENTIFIER}{ident}{shared[0]}{ident}{_TO_DATESTAMP}"
-        f"{text(datestamp)}</pres:datestamp>\n{sets}{shared[1]}{metadata}{components}{_TAIL}"
+        f"{_OPEN}{document_uuid}{_TO_IDENTIFIER}{identifier}{shared[0]}{identifier}{_TO_DATESTAMP}"
+        f"{datestamp}</pres:datestamp>\n{sets}{shared[1]}{metadata}{components}{_TAIL}"
     ).encode()
 
 
