@@ -53,8 +53,9 @@ def _lanes(lane: int, width: int) -> tuple[int, int]:
 
 
 _HALF = (1 << 80) - 1
-# Each step moves the upper half of every lane's bits up into a lane half as wide:
-# 2 x 80 bits in 128-bit lanes, then 4 x 40 in 64, 8 x 20 in 32, 16 x 10 in 16, 32 x 5 in 8.
+# The digest's 160 bits, first cut into 2 groups of 80 bits in 128-bit lanes; each step then
+# moves the upper half of every group up by ``shift``, into a lane half as wide: 4 x 40 bits
+# in 64-bit lanes, 8 x 20 in 32, 16 x 10 in 16, 32 x 5 in 8 (one byte each).
 _SPREAD = [(*_lanes(lane, lane * 5 // 16), lane * 3 // 16) for lane in (128, 64, 32, 16)]
 
 
