@@ -33,7 +33,7 @@ from harvester.archive.didl import OaiHeaderInfo, Provenance, deletion_didl
 from harvester.archive.recordbytes import record_member
 from harvester.archive.records import _warc_date
 from harvester.clock import utcnow
-from harvester.records.itemdidl import item_didl
+from harvester.records.itemdidl import Frame, frame, plain_item_didl
 from harvester.records.randomids import uuid4_texts
 
 log = logging.getLogger(__name__)
@@ -158,10 +158,15 @@ def build(provenance: Provenance, endpoint: str | None, jobs: Sequence[Job]) -> 
     """Each item's record, with a new record ID; the group's records share one WARC-Date,
     the moment they were made."""
     date = _warc_date(utcnow())
-    return [
-        (record_id, date, _member(_didl(job, endpoint, provenance), record_id, date))
-        for job, record_id in zip(jobs, record_ids(len(jobs)), strict=True)
-    ]
+    count = len(jobs)
+    uuids = uuid4_texts(2 * count)  # the records' IDs, then the DIDL documents'
+    shared = frame(endpoint, provenance)
+    built = []
+    for job, record_uuid, document_uuid in zip(jobs, uuids[:count], uuids[count:], strict=True):
+        record_id = f"<urn:uuid:{record_uuid}>"
+        didl = _didl(job, endpoint, provenance, (shared, document_uuid))
+        built.append((record_id, date, _member(didl, record_id, date)))
+    return built
 
 
 def record_ids(count: int) -> list[str]:
@@ -169,15 +174,19 @@ def record_ids(count: int) -> list[str]:
     return [f"<urn:uuid:{text}>" for text in uuid4_texts(count)]
 
 
-def _didl(job: Job, endpoint: str | None, provenance: Provenance) -> bytes:
+def _didl(
+    job: Job, endpoint: str | None, provenance: Provenance, named: tuple[Frame, str]
+) -> bytes:
+    """The job's DIDL record; ``named`` is the group's :func:`frame` and the document's UUID
+    (a deletion note draws its own)."""
     identifier, datestamp, specs, deleted, formats = job
-    oai = OaiHeaderInfo(identifier, datestamp, specs, endpoint, deleted=deleted)
     if deleted:
         now = datetime.now(UTC)
+        oai = OaiHeaderInfo(identifier, datestamp, specs, endpoint, deleted=True)
         return deletion_didl(
             identifier, observed=now, oai=oai, provenance=provenance, previous=None
         )
-    return item_didl(oai, formats, [], provenance)
+    return plain_item_didl((identifier, datestamp, specs), formats, *named)
 
 
 if __name__ == "__main__":

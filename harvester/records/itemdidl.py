@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from coop_common.xmltext import is_plain
 from harvester.archive.didl import (
     _HEAD,
     _STATEMENT_END,
@@ -34,6 +35,18 @@ from harvester.archive.didl import (
 )
 from harvester.archive.xmlsafe import attr, text, uri
 from harvester.records.randomids import uuid4_texts
+
+# The item's document up to its DIDLDocumentId, then up to its identifier, then between its
+# identifier in the header and its datestamp.
+_HEAD_START, _, _HEAD_REST = _HEAD.partition("{}")
+_OPEN = f"{_HEAD_START}urn:uuid:"
+_TO_IDENTIFIER = f"{_HEAD_REST}{_STATEMENT_START}        <dii:Identifier>"
+_TO_DATESTAMP = "</pres:identifier>\n          <pres:datestamp>"
+_SET_OPEN = "          <pres:setSpec>"
+_SET_CLOSE = "</pres:setSpec>\n"
+_SET_BETWEEN = _SET_CLOSE + _SET_OPEN
+Frame = tuple[str, str]  # from the first identifier to the second; from the sets to metadata
+_METADATA_CLOSE = f"</pres:metadata>\n{_STATEMENT_END}"
 
 
 @dataclass(frozen=True)
@@ -64,41 +77,64 @@ def item_didl(
         statements = [_identifier(oai.identifier), _oai_header(oai), _provenance(provenance)]
         statements += [_metadata(prefix, xml) for prefix, xml in formats]
         return _document(document_id, statements, "".join(_component(c) for c in linked))
-    oai_open, shared = _frame(oai.endpoint, provenance)
-    ident = text(oai.identifier)
-    parts = [
-        _HEAD.format(f"urn:uuid:{uuid4_texts(1)[0]}"),
-        _STATEMENT_START,
-        f"        <dii:Identifier>{ident}</dii:Identifier>\n",
-        _STATEMENT_END,
-        _STATEMENT_START,
-        oai_open,
-        f"          <pres:identifier>{ident}</pres:identifier>\n",
-        f"          <pres:datestamp>{text(oai.datestamp)}</pres:datestamp>\n",
-    ]
-    parts += [f"          <pres:setSpec>{text(spec)}</pres:setSpec>\n" for spec in oai.set_specs]
-    parts += ["        </pres:oaiHeader>\n", _STATEMENT_END, shared]
-    for prefix, xml in formats:
-        parts += (_STATEMENT_START, _metadata(prefix, xml), _STATEMENT_END)
-    parts += [_component(c) for c in linked]
-    parts.append(_TAIL)
-    return "".join(parts).encode("utf-8")
+    return plain_item_didl(
+        (oai.identifier, oai.datestamp, oai.set_specs),
+        formats,
+        frame(oai.endpoint, provenance),
+        uuid4_texts(1)[0],
+        "".join(_component(c) for c in linked),
+    )
+
+
+def plain_item_didl(
+    header: tuple[str, str, Sequence[str]],
+    formats: Sequence[tuple[str, bytes]],
+    shared: Frame,
+    document_uuid: str,
+    components: str = "",
+) -> bytes:
+    """:func:`item_didl`'s record of an item that is not deleted, ``header`` its identifier,
+    datestamp and sets, named ``urn:uuid:document_uuid``; ``shared`` is
+    :func:`frame`'s of its endpoint and provenance, ``components`` the linked resources'
+    (none for ``--linked none``). One template a record: the builder process makes many."""
+    identifier, datestamp, specs = header
+    if not is_plain(f"{identifier}{datestamp}{''.join(specs)}"):  # most have nothing to escape
+        identifier, datestamp, specs = text(identifier), text(datestamp), list(map(text, specs))
+    sets = f"{_SET_OPEN}{_SET_BETWEEN.join(specs)}{_SET_CLOSE}" if specs else ""
+    metadata = "".join([_metadata_statement(prefix, xml) for prefix, xml in formats])
+    return (
+        f"{_OPEN}{document_uuid}{_TO_IDENTIFIER}{identifier}{shared[0]}{identifier}{_TO_DATESTAMP}"
+        f"{datestamp}</pres:datestamp>\n{sets}{shared[1]}{metadata}{components}{_TAIL}"
+    ).encode()
 
 
 @lru_cache(maxsize=4)
-def _frame(endpoint: str | None, provenance: Provenance) -> tuple[str, str]:
-    """The ``pres:oaiHeader`` start tag and the provenance statement in its Descriptor, made
-    once for the many items that share them."""
+def frame(endpoint: str | None, provenance: Provenance) -> Frame:
+    """The text from the item's first identifier to its second (the ``pres:oaiHeader`` start
+    tag, whose endpoint is made an ``xs:anyURI``), and from its sets to its metadata (the
+    provenance statement): made once for the many items that share them."""
     endpoint_attr = "" if endpoint is None else f' endpoint="{attr(uri(endpoint))}"'
     return (
-        f"        <pres:oaiHeader{endpoint_attr}>\n",
-        _STATEMENT_START + _provenance(provenance) + _STATEMENT_END,
+        f"</dii:Identifier>\n{_STATEMENT_END}{_STATEMENT_START}"
+        f"        <pres:oaiHeader{endpoint_attr}>\n          <pres:identifier>",
+        f"        </pres:oaiHeader>\n{_STATEMENT_END}"
+        f"{_STATEMENT_START}{_provenance(provenance)}{_STATEMENT_END}",
     )
 
 
 def _metadata(prefix: str, xml: bytes) -> str:
     body = xml.decode("utf-8").strip()
     return f'        <pres:metadata prefix="{attr(prefix)}">{body}</pres:metadata>\n'
+
+
+def _metadata_statement(prefix: str, xml: bytes) -> str:
+    """:func:`_metadata` in its ``Descriptor/Statement``."""
+    return f"{_metadata_open(prefix)}{xml.decode('utf-8').strip()}{_METADATA_CLOSE}"
+
+
+@lru_cache(maxsize=64)
+def _metadata_open(prefix: str) -> str:
+    return f'{_STATEMENT_START}        <pres:metadata prefix="{attr(prefix)}">'
 
 
 def _component(capture: LinkedCapture) -> str:
