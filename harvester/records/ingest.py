@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
@@ -30,7 +31,6 @@ from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, delet
 from harvester.archive.recorder import Recorder
 from harvester.exceptions import HarvestError
 from harvester.exchange import HttpExchange
-from harvester.fetch import Fetcher
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient
 from harvester.records.didlbuilder import DidlBuilders
@@ -44,13 +44,16 @@ from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Item, ListKey, Resource, State
 from harvester.summary import Summary
 
+if TYPE_CHECKING:
+    from harvester.fetch import Fetcher
+
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run
 BUILDERS = 1  # processes making the DIDL records with --linked none (one keeps up now)
 IN_FLIGHT = 2  # groups handed to the builders and not yet written
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 _STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
-FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
+FetchOne = Callable[["Fetcher", Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ class Ingest:
     recorder: Recorder
     summary: Summary
     fetch_one: FetchOne
-    fetcher: Fetcher
+    fetcher: Fetcher | None  # None with --linked none, which fetches nothing
 
     def __post_init__(self) -> None:
         self.items = self.state.items
@@ -344,6 +347,7 @@ class Ingest:
         res = self.state.get(url)
         assert res is not None
         if refetch or res.status != "archived" or self.items.linked(url) is None:
+            assert self.fetcher is not None  # only --linked none has none
             got = await self.fetch_one(self.fetcher, self.recorder, res)
             if got is None:
                 return None
