@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
@@ -148,12 +148,12 @@ class Ingest:
         try:
             for page in lister.pages(key, from_, token, outcome):
                 if self._builder is not None:
-                    # This page goes to a builder before the older pages' records are
-                    # written, so no builder waits for the state.
-                    group = self._send(self._builder, key, self._store(key, page))
+                    # The page is stored in the commit that settles the oldest group, then
+                    # goes to the builder, which meanwhile makes the next group's records.
+                    group = self._send(
+                        self._builder, key, self._store_settling(key, page, building)
+                    )
                     building += [group] if group else []
-                    while len(building) > IN_FLIGHT:
-                        self._write_built(building.pop(0), newer=building)
                     continue
                 changed = self._store(key, page)
                 if settle:
@@ -171,11 +171,28 @@ class Ingest:
             self.state.lists.finish(key)
         return outcome.complete
 
-    def _store(self, key: ListKey, page: RecordsPage) -> Stored:
-        """The page's records and the list's position, in one transaction; the items that
-        are new, changed or deleted."""
+    def _store_settling(
+        self, key: ListKey, page: RecordsPage, building: list[list[Item]]
+    ) -> Stored:
+        """:meth:`_store` the page; once ``IN_FLIGHT`` groups are being built, the oldest's
+        records are written first (into the file the commit's block keeps open) and its items
+        settled in the page's transaction: one commit a page."""
+        if len(building) < IN_FLIGHT:
+            return self._store(key, page)
+        with self.recorder.writer.one_file():
+            settled = self._write_members(building.pop(0), newer=building)
+            return self._store(key, page, settled)
+
+    def _store(
+        self, key: ListKey, page: RecordsPage, settled: Sequence[tuple[str, str, str]] = ()
+    ) -> Stored:
+        """The page's records and the list's position, in one transaction (which first
+        settles the ``settled`` (identifier, status, record ID) triples of items whose
+        records are written); the items that are new, changed or deleted."""
         headers = [record.header for record in page.records]
         with self.state.transaction():
+            if settled:
+                self.items.settle_many(self.endpoint.endpoint, settled)
             outcomes = self.items.note_page(
                 key.endpoint, key.prefix, list(zip(headers, page.metadata, strict=True))
             )
@@ -243,24 +260,31 @@ class Ingest:
 
     def _write_built(self, sent: list[Item], newer: list[list[Item]]) -> None:
         """Write the records the builder made of ``sent`` as one group, then settle the
-        items, in one state commit; an item stored again since, in a ``newer`` group, is
-        left for that group's record (the state holds the newer version)."""
+        items in one state commit (see :meth:`_write_members`)."""
+        with self.recorder.writer.one_file():
+            settled = self._write_members(sent, newer)
+            with self.state.batch():
+                self.items.settle_many(self.endpoint.endpoint, settled)
+
+    def _write_members(
+        self, sent: list[Item], newer: list[list[Item]]
+    ) -> list[tuple[str, str, str]]:
+        """Write the records the builder made of ``sent`` as one group (flushed); the
+        (identifier, status, record ID) triples to settle in the commit that follows, inside
+        the caller's :meth:`~harvester.archive.warc.RotatingWARCWriter.one_file` block. An
+        item stored again since, in a ``newer`` group, is left for that group's record (the
+        state holds the newer version)."""
         assert self._builder is not None
-        built = self._builder.receive()
-        again = {item.identifier for group in newer for item in group}
-        with self.recorder.writer.one_file(), self.state.batch():
-            written = self.recorder.writer.write_members(built)
-            settled = [
-                (item.identifier, "deleted" if item.status == "deleting" else "archived", at)
-                for item, at in zip(sent, written, strict=True)
-            ]
-            self.items.settle_many(
-                self.endpoint.endpoint,
-                [(i, s, at.record_id) for i, s, at in settled if i not in again],
-            )
+        written = self.recorder.writer.write_members(self._builder.receive())
+        settled = [
+            (item.identifier, "deleted" if item.status == "deleting" else "archived", at.record_id)
+            for item, at in zip(sent, written, strict=True)
+        ]
         deleted = sum(status == "deleted" for _i, status, _at in settled)
         self.summary.deleted += deleted
         self.summary.records += len(settled) - deleted
+        again = {item.identifier for group in newer for item in group}
+        return [triple for triple in settled if triple[0] not in again]
 
     def _oai(self, item: Item) -> OaiHeaderInfo:
         return OaiHeaderInfo(
