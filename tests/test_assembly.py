@@ -118,7 +118,8 @@ def test_a_harvest_over_oai_pmh_imports_none_of_the_crawl(tmp_path: Path) -> Non
 def test_records_mode_without_linked_resources_imports_no_fetcher(tmp_path: Path) -> None:
     """Records mode with ``--linked none`` fetches nothing but the list (over ``requests``):
     neither the fetcher nor aiohttp, whose import builds SSL contexts (a tenth of a second of
-    CPU), is imported, nor the crawl; the run still archives every record."""
+    CPU), is imported, nor the crawl, nor the landing pages' HTML parsing; the run still
+    archives every record."""
     import json
     import subprocess
     import sys
@@ -131,7 +132,7 @@ def test_records_mode_without_linked_resources_imports_no_fetcher(tmp_path: Path
         "code = main(sys.argv[1:])\n"
         "print(json.dumps({'code': code, 'loaded': sorted(m for m in sys.modules"
         " if m.split('.')[0] == 'aiohttp'"
-        " or m in ('harvester.fetch', 'harvester.crawl.crawler'))}))"
+        " or m in ('harvester.fetch', 'harvester.crawl.crawler', 'harvester.records.landing'))}))"
     )
     with start_wsgi("tests.records_repo:repository", {}, ready_path="/_log") as server:
         argv = ["harvest", server.url + "/oai", "--out", str(tmp_path / "c"), "--quiet",

@@ -11,8 +11,9 @@ revisit records when unchanged); with ``--linked files``, each landing page's
 record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted item
 gets a deletion note. Items settle after every page when one format is listed, else after every
 list is read, so each record holds all formats. With ``--linked none`` and one format, a page's
-records are made by :mod:`.didlbuilder`'s process while the next pages are listed and
-stored. Unchanged items are not touched.
+records are made by :mod:`.didlbuilder`'s process while the next pages are listed and stored,
+and written just before a later page's commit, which settles them. Unchanged items are not
+touched.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient
 from harvester.records.didlbuilder import DidlBuilders
 from harvester.records.itemdidl import LinkedCapture, item_didl
-from harvester.records.landing import page_links, signposting
 from harvester.records.links import LANDING, Link, record_links
 from harvester.records.lister import ListOutcome, RecordLister
 from harvester.records.pages import RecordsPage
@@ -53,6 +53,7 @@ BUILDERS = 1  # processes making the DIDL records with --linked none (one keeps 
 IN_FLIGHT = 2  # groups handed to the builders and not yet written
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 _STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
+Settled = tuple[str, str, str]  # an item whose record is written: identifier, status, record ID
 FetchOne = Callable[["Fetcher", Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
 
 
@@ -171,24 +172,19 @@ class Ingest:
             self.state.lists.finish(key)
         return outcome.complete
 
-    def _store_settling(
-        self, key: ListKey, page: RecordsPage, building: list[list[Item]]
-    ) -> Stored:
+    def _store_settling(self, key: ListKey, page: RecordsPage, groups: list[list[Item]]) -> Stored:
         """:meth:`_store` the page; once ``IN_FLIGHT`` groups are being built, the oldest's
         records are written first (into the file the commit's block keeps open) and its items
         settled in the page's transaction: one commit a page."""
-        if len(building) < IN_FLIGHT:
+        if len(groups) < IN_FLIGHT:
             return self._store(key, page)
         with self.recorder.writer.one_file():
-            settled = self._write_members(building.pop(0), newer=building)
-            return self._store(key, page, settled)
+            return self._store(key, page, self._write_members(groups.pop(0), newer=groups))
 
-    def _store(
-        self, key: ListKey, page: RecordsPage, settled: Sequence[tuple[str, str, str]] = ()
-    ) -> Stored:
+    def _store(self, key: ListKey, page: RecordsPage, settled: Sequence[Settled] = ()) -> Stored:
         """The page's records and the list's position, in one transaction (which first
-        settles the ``settled`` (identifier, status, record ID) triples of items whose
-        records are written); the items that are new, changed or deleted."""
+        settles the ``settled`` items, whose records are written); the items that are new,
+        changed or deleted."""
         headers = [record.header for record in page.records]
         with self.state.transaction():
             if settled:
@@ -266,14 +262,11 @@ class Ingest:
             with self.state.batch():
                 self.items.settle_many(self.endpoint.endpoint, settled)
 
-    def _write_members(
-        self, sent: list[Item], newer: list[list[Item]]
-    ) -> list[tuple[str, str, str]]:
-        """Write the records the builder made of ``sent`` as one group (flushed); the
-        (identifier, status, record ID) triples to settle in the commit that follows, inside
-        the caller's :meth:`~harvester.archive.warc.RotatingWARCWriter.one_file` block. An
-        item stored again since, in a ``newer`` group, is left for that group's record (the
-        state holds the newer version)."""
+    def _write_members(self, sent: list[Item], newer: list[list[Item]]) -> list[Settled]:
+        """Write the records the builder made of ``sent`` as one group (flushed); the items
+        to settle in the commit that follows, inside the caller's ``one_file`` block. An item
+        stored again since, in a ``newer`` group, is left for that group's record (the state
+        holds the newer version)."""
         assert self._builder is not None
         written = self.recorder.writer.write_members(self._builder.receive())
         settled = [
@@ -386,6 +379,8 @@ class Ingest:
 
     def _pointed_at(self, result: HttpExchange) -> list[tuple[str, str]]:
         """The Signposting and ``citation_pdf_url`` links of a fresh response."""
+        from harvester.records.landing import page_links, signposting  # html.parser, if used
+
         links = signposting(result.response_headers, result.url)
         if "html" in (result.header("Content-Type") or "").lower():
             links += page_links(result.body, result.url)
