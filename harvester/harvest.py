@@ -161,14 +161,12 @@ class Harvest:
             lister.advance_from()
 
     async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
-        """Records mode (``records/ingest.py``): records, linked resources, item DIDLs. With
-        ``--linked none`` nothing is fetched but the list (over ``requests``): no fetcher is
-        made, and aiohttp is not imported."""
+        """Records mode (``records/ingest.py``): records, linked resources, item DIDLs; with
+        ``--linked none`` only the list is fetched: no fetcher is made, nor aiohttp imported."""
         from harvester.records.ingest import Ingest
 
-        none = self.settings.linked == "none"
         opened: AbstractAsyncContextManager[Fetcher | None]
-        opened = nullcontext(None) if none else self._fetcher()
+        opened = nullcontext(None) if self.settings.linked == "none" else self._fetcher()
         async with opened as fetcher:
             ingest = Ingest(
                 self.settings,
