@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from harvester.crawl.urls import host_of
 from harvester.exchange import HttpExchange
-from harvester.fetch import Fetcher
 from harvester.redirects import redirect_target
+
+if TYPE_CHECKING:
+    from harvester.fetch import Fetcher
 
 __all__ = ["fetch_chain"]
 

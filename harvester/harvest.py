@@ -18,8 +18,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
@@ -33,7 +35,6 @@ from harvester.crawlfactory import CrawlerFactory
 from harvester.discovery import discover, endpoint_url, records_mode, source_kind
 from harvester.exceptions import FetchError, LeaseLost, RecordsRepository
 from harvester.exchange import HttpExchange
-from harvester.fetch import Fetcher
 from harvester.limits import FetchSettings
 from harvester.listing import Lister
 from harvester.lock import CollectionLock
@@ -46,6 +47,9 @@ from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
 from harvester.storage.protocol import ACTIVE, Due, Resource, State
 from harvester.summary import Progress, Summary
+
+if TYPE_CHECKING:
+    from harvester.fetch import Fetcher
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
@@ -157,10 +161,13 @@ class Harvest:
             lister.advance_from()
 
     async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
-        """Records mode (``records/ingest.py``): records, linked resources, item DIDLs."""
+        """Records mode (``records/ingest.py``): records, linked resources, item DIDLs; with
+        ``--linked none`` only the list is fetched: no fetcher is made, nor aiohttp imported."""
         from harvester.records.ingest import Ingest
 
-        async with Fetcher(self.fetch_settings) as fetcher:
+        opened: AbstractAsyncContextManager[Fetcher | None]
+        opened = nullcontext(None) if self.settings.linked == "none" else self._fetcher()
+        async with opened as fetcher:
             ingest = Ingest(
                 self.settings,
                 self.state,
@@ -171,6 +178,12 @@ class Harvest:
                 fetcher,
             )
             await ingest.run()
+
+    def _fetcher(self) -> Fetcher:
+        """A fetcher of the run's settings, not open yet (aiohttp is imported here)."""
+        from harvester.fetch import Fetcher
+
+        return Fetcher(self.fetch_settings)
 
     def _harvest_shared(self, lister: Lister, recorder: Recorder, job: SharedJob) -> None:
         """The OAI-PMH path as one worker of many: list if no one else does, fetch by host."""
@@ -198,7 +211,7 @@ class Harvest:
 
     async def _crawl(self, recorder: Recorder) -> None:
         """The link-crawling path, for sites without a provider."""
-        async with Fetcher(self.fetch_settings) as fetcher:
+        async with self._fetcher() as fetcher:
             crawler, seen = self.crawler_factory(
                 self.state,
                 recorder,
@@ -262,7 +275,7 @@ class Harvest:
         if hosts is not None:  # a shared job: the hosts leased to this worker
             todo = (r for r in todo if (urlsplit(r.url).hostname or "") in hosts)
         rounds = 0
-        async with Fetcher(self.fetch_settings) as fetcher:
+        async with self._fetcher() as fetcher:
             taken = True
             while taken and not self._expired():
                 with recorder.writer.one_file(), self.state.batch():

@@ -131,3 +131,33 @@ def test_the_version_is_read_without_the_installed_metadata() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
     assert coop_common.__version__ == importlib.metadata.version("coop-archive")
+
+
+def test_records_mode_without_linked_resources_imports_no_fetcher(tmp_path: Path) -> None:
+    """Records mode with ``--linked none`` fetches nothing but the list (over ``requests``):
+    neither the fetcher nor aiohttp, whose import builds SSL contexts (a tenth of a second of
+    CPU), is imported, nor the crawl, nor the landing pages' HTML parsing; the run still
+    archives every record."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.servers import start_wsgi
+
+    probe = (
+        "import json, sys\n"
+        "from harvester.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(json.dumps({'code': code, 'loaded': sorted(m for m in sys.modules"
+        " if m.split('.')[0] == 'aiohttp'"
+        " or m in ('harvester.fetch', 'harvester.crawl.crawler', 'harvester.records.landing'))}))"
+    )
+    with start_wsgi("tests.records_repo:repository", {}, ready_path="/_log") as server:
+        argv = ["harvest", server.url + "/oai", "--out", str(tmp_path / "c"), "--quiet",
+                "--json", "--mode", "records", "--linked", "none"]  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120
+        )
+    lines = done.stdout.strip().splitlines()
+    summary, probed = json.loads(lines[-2]), json.loads(lines[-1])
+    assert probed == {"code": 0, "loaded": []} and summary["records"] == 12, done.stderr

@@ -81,3 +81,34 @@ def test_a_new_cycle_requeues_what_was_done(state_url: str) -> None:
         assert state.requeue_done(SITE) == 1
         assert [r.url for r in state.queued(SITE)] == [SITE + "a"]
         assert state.counts(SITE) == {"pending": 1}
+
+
+def test_a_version_listed_in_a_second_format_is_changed_once(state_url: str) -> None:
+    """An item stored in one format is ``changed`` when its version is first listed in
+    another (its record must hold both), ``unchanged`` when listed again in either; an older
+    version is ``unchanged`` and a newer one ``changed``; an item not stored is ``new``."""
+    from harvester.oaimodels import ListedHeader
+
+    def header(identifier: str, datestamp: str) -> ListedHeader:
+        return ListedHeader(identifier, datestamp, (), False)
+
+    endpoint, v1 = KEY.endpoint, header("oai:x:1", "2024-05-02")
+    with open_state(state_url) as state:
+        items = state.items
+        with state.transaction():
+            assert items.note_page(endpoint, "oai_dc", [(v1, b"<dc/>")]) == ["new"]
+            items.settle(endpoint, v1.identifier, "archived", "<urn:uuid:1>")
+        with state.transaction():
+            page = [(v1, b"<marc/>"), (header("oai:x:2", "2024-05-01"), b"<marc/>")]
+            assert items.note_page(endpoint, "marc", page) == ["changed", "new"]
+            items.settle(endpoint, v1.identifier, "archived", "<urn:uuid:2>")
+        with state.transaction():
+            again = [(v1, b"<marc/>"), (header("oai:x:1", "2024-05-01"), b"<old/>")]
+            assert items.note_page(endpoint, "marc", again) == ["unchanged", "unchanged"]
+            assert items.note_page(endpoint, "oai_dc", [(v1, b"<dc/>")]) == ["unchanged"]
+            newer = [(header("oai:x:1", "2024-05-03"), b"<dc2/>")]
+            assert items.note_page(endpoint, "oai_dc", newer) == ["changed"]
+        assert items.formats(endpoint, v1.identifier) == [
+            ("marc", b"<marc/>"),
+            ("oai_dc", b"<dc2/>"),
+        ]

@@ -11,18 +11,20 @@ revisit records when unchanged); with ``--linked files``, each landing page's
 record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted item
 gets a deletion note. Items settle after every page when one format is listed, else after every
 list is read, so each record holds all formats. With ``--linked none`` and one format, a page's
-records are made by :mod:`.didlbuilder`'s process while the next pages are listed and
-stored. Unchanged items are not touched.
+records are made by :mod:`.didlbuilder`'s process while the next pages are listed and stored,
+and written just before a later page's commit, which settles them. Unchanged items are not
+touched.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
@@ -30,12 +32,10 @@ from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, delet
 from harvester.archive.recorder import Recorder
 from harvester.exceptions import HarvestError
 from harvester.exchange import HttpExchange
-from harvester.fetch import Fetcher
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient
 from harvester.records.didlbuilder import DidlBuilders
 from harvester.records.itemdidl import LinkedCapture, item_didl
-from harvester.records.landing import page_links, signposting
 from harvester.records.links import LANDING, Link, record_links
 from harvester.records.lister import ListOutcome, RecordLister
 from harvester.records.pages import RecordsPage
@@ -44,13 +44,17 @@ from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Item, ListKey, Resource, State
 from harvester.summary import Summary
 
+if TYPE_CHECKING:
+    from harvester.fetch import Fetcher
+
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run
 BUILDERS = 1  # processes making the DIDL records with --linked none (one keeps up now)
 IN_FLIGHT = 2  # groups handed to the builders and not yet written
 SETTLE_EVERY = 256  # items whose DIDL records share one state commit (and one WARC file)
 _STATUS = {"new": "pending", "changed": "pending", "deleted": "deleting"}
-FetchOne = Callable[[Fetcher, Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
+Settled = tuple[str, str, str]  # an item whose record is written: identifier, status, record ID
+FetchOne = Callable[["Fetcher", Recorder, Resource], Awaitable[tuple[HttpExchange, bool] | None]]
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ class Ingest:
     recorder: Recorder
     summary: Summary
     fetch_one: FetchOne
-    fetcher: Fetcher
+    fetcher: Fetcher | None  # None with --linked none, which fetches nothing
 
     def __post_init__(self) -> None:
         self.items = self.state.items
@@ -145,12 +149,12 @@ class Ingest:
         try:
             for page in lister.pages(key, from_, token, outcome):
                 if self._builder is not None:
-                    # This page goes to a builder before the older pages' records are
-                    # written, so no builder waits for the state.
-                    group = self._send(self._builder, key, self._store(key, page))
+                    # The page is stored in the commit that settles the oldest group, then
+                    # goes to the builder, which meanwhile makes the next group's records.
+                    group = self._send(
+                        self._builder, key, self._store_settling(key, page, building)
+                    )
                     building += [group] if group else []
-                    while len(building) > IN_FLIGHT:
-                        self._write_built(building.pop(0), newer=building)
                     continue
                 changed = self._store(key, page)
                 if settle:
@@ -168,11 +172,23 @@ class Ingest:
             self.state.lists.finish(key)
         return outcome.complete
 
-    def _store(self, key: ListKey, page: RecordsPage) -> Stored:
-        """The page's records and the list's position, in one transaction; the items that
-        are new, changed or deleted."""
+    def _store_settling(self, key: ListKey, page: RecordsPage, groups: list[list[Item]]) -> Stored:
+        """:meth:`_store` the page; once ``IN_FLIGHT`` groups are being built, the oldest's
+        records are written first (into the file the commit's block keeps open) and its items
+        settled in the page's transaction: one commit a page."""
+        if len(groups) < IN_FLIGHT:
+            return self._store(key, page)
+        with self.recorder.writer.one_file():
+            return self._store(key, page, self._write_members(groups.pop(0), newer=groups))
+
+    def _store(self, key: ListKey, page: RecordsPage, settled: Sequence[Settled] = ()) -> Stored:
+        """The page's records and the list's position, in one transaction (which first
+        settles the ``settled`` items, whose records are written); the items that are new,
+        changed or deleted."""
         headers = [record.header for record in page.records]
         with self.state.transaction():
+            if settled:
+                self.items.settle_many(self.endpoint.endpoint, settled)
             outcomes = self.items.note_page(
                 key.endpoint, key.prefix, list(zip(headers, page.metadata, strict=True))
             )
@@ -240,24 +256,28 @@ class Ingest:
 
     def _write_built(self, sent: list[Item], newer: list[list[Item]]) -> None:
         """Write the records the builder made of ``sent`` as one group, then settle the
-        items, in one state commit; an item stored again since, in a ``newer`` group, is
-        left for that group's record (the state holds the newer version)."""
+        items in one state commit (see :meth:`_write_members`)."""
+        with self.recorder.writer.one_file():
+            settled = self._write_members(sent, newer)
+            with self.state.batch():
+                self.items.settle_many(self.endpoint.endpoint, settled)
+
+    def _write_members(self, sent: list[Item], newer: list[list[Item]]) -> list[Settled]:
+        """Write the records the builder made of ``sent`` as one group (flushed); the items
+        to settle in the commit that follows, inside the caller's ``one_file`` block. An item
+        stored again since, in a ``newer`` group, is left for that group's record (the state
+        holds the newer version)."""
         assert self._builder is not None
-        built = self._builder.receive()
-        again = {item.identifier for group in newer for item in group}
-        with self.recorder.writer.one_file(), self.state.batch():
-            written = self.recorder.writer.write_members(built)
-            settled = [
-                (item.identifier, "deleted" if item.status == "deleting" else "archived", at)
-                for item, at in zip(sent, written, strict=True)
-            ]
-            self.items.settle_many(
-                self.endpoint.endpoint,
-                [(i, s, at.record_id) for i, s, at in settled if i not in again],
-            )
+        written = self.recorder.writer.write_members(self._builder.receive())
+        settled = [
+            (item.identifier, "deleted" if item.status == "deleting" else "archived", at.record_id)
+            for item, at in zip(sent, written, strict=True)
+        ]
         deleted = sum(status == "deleted" for _i, status, _at in settled)
         self.summary.deleted += deleted
         self.summary.records += len(settled) - deleted
+        again = {item.identifier for group in newer for item in group}
+        return [triple for triple in settled if triple[0] not in again]
 
     def _oai(self, item: Item) -> OaiHeaderInfo:
         return OaiHeaderInfo(
@@ -344,6 +364,7 @@ class Ingest:
         res = self.state.get(url)
         assert res is not None
         if refetch or res.status != "archived" or self.items.linked(url) is None:
+            assert self.fetcher is not None  # only --linked none has none
             got = await self.fetch_one(self.fetcher, self.recorder, res)
             if got is None:
                 return None
@@ -358,6 +379,8 @@ class Ingest:
 
     def _pointed_at(self, result: HttpExchange) -> list[tuple[str, str]]:
         """The Signposting and ``citation_pdf_url`` links of a fresh response."""
+        from harvester.records.landing import page_links, signposting  # html.parser, if used
+
         links = signposting(result.response_headers, result.url)
         if "html" in (result.header("Content-Type") or "").lower():
             links += page_links(result.body, result.url)

@@ -52,8 +52,7 @@ class ItemState:
         statements for the whole page; what each record was. Call it inside the page's
         transaction."""
         ids = list(dict.fromkeys(header.identifier for header, _metadata in records))
-        known = self._known(endpoint, ids)
-        stored = self._format_datestamps(endpoint, prefix, ids)
+        known, stored = self._stored(endpoint, prefix, ids)
         outcomes, formats, rows = [], [], []
         now = time.time()
         for header, metadata in records:
@@ -84,32 +83,27 @@ class ItemState:
             )
         return outcomes
 
-    def _known(self, endpoint: str, ids: list[str]) -> dict[str, tuple[str, str]]:
-        """identifier -> (datestamp, status) of the items stored among ``ids``."""
-        found: dict[str, tuple[str, str]] = {}
+    def _stored(
+        self, endpoint: str, prefix: str, ids: list[str]
+    ) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+        """Of the items stored among ``ids``: identifier -> (datestamp, status), and
+        identifier -> datestamp of the metadata stored in ``prefix`` (one statement a part:
+        an item's formats are stored with it, never without)."""
+        known: dict[str, tuple[str, str]] = {}
+        stored: dict[str, str] = {}
         for part in _parts(ids):
-            found.update(
-                (identifier, (datestamp, status))
-                for identifier, datestamp, status in self.db.execute(
-                    "SELECT identifier, datestamp, status FROM items WHERE endpoint=?"
-                    f" AND identifier IN ({marks(len(part))})",
-                    (endpoint, *part),
-                )
+            rows = self.db.execute(
+                "SELECT i.identifier, i.datestamp, i.status, f.datestamp FROM items i"
+                " LEFT JOIN item_formats f ON f.endpoint=i.endpoint"
+                " AND f.identifier=i.identifier AND f.prefix=?"
+                f" WHERE i.endpoint=? AND i.identifier IN ({marks(len(part))})",
+                (prefix, endpoint, *part),
             )
-        return found
-
-    def _format_datestamps(self, endpoint: str, prefix: str, ids: list[str]) -> dict[str, str]:
-        """identifier -> datestamp of the metadata stored in ``prefix`` among ``ids``."""
-        found: dict[str, str] = {}
-        for part in _parts(ids):
-            found.update(
-                self.db.execute(
-                    "SELECT identifier, datestamp FROM item_formats WHERE endpoint=? AND prefix=?"
-                    f" AND identifier IN ({marks(len(part))})",
-                    (endpoint, prefix, *part),
-                ).fetchall()
-            )
-        return found
+            for identifier, datestamp, status, format_datestamp in rows:
+                known[identifier] = (datestamp, status)
+                if format_datestamp is not None:
+                    stored[identifier] = format_datestamp
+        return known, stored
 
     def unsettled(self, endpoint: str, before: float, batch: int = 500) -> Iterator[Item]:
         """Items whose DIDL record or deletion note is still to be written (a partial one
