@@ -164,7 +164,7 @@ def _inflate(data: bytes, wbits: int, limit: int, url: str) -> bytes:
 
 class Http:
     """GET with retries, redirects, bounded reads and safe decoding, over ``transport``; one
-    per client. ``accept_encoding`` is the Accept-Encoding sent (``identity`` asks for no coding)."""
+    per client. ``accept_encoding`` is the Accept-Encoding sent (``identity``: no coding)."""
 
     def __init__(
         self,
