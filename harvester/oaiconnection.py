@@ -74,15 +74,15 @@ class ConnectionTransport:
     def send(
         self, url: str, params: Mapping[str, str] | None, headers: Mapping[str, str], timeout: float
     ) -> Response:
-        split = urlsplit(url)
-        if not self._is_direct(split):
-            return self.fallback.send(url, params, headers, timeout)
         prepared = requests.PreparedRequest()
         try:
             prepared.prepare_url(url, params)
-        except (requests.RequestException, ValueError) as exc:
+            assert prepared.url is not None
+            direct = self._is_direct(urlsplit(prepared.url))
+        except (requests.RequestException, ValueError) as exc:  # a port out of range too
             raise PermanentFetchError(f"cannot request {url}: {exc}") from exc
-        assert prepared.url is not None
+        if not direct:
+            return self.fallback.send(url, params, headers, timeout)
         return self._exchange(prepared.url, prepared.path_url, headers, timeout)
 
     def close(self) -> None:
