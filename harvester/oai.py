@@ -45,6 +45,7 @@ from harvester.clock import utcnow
 from harvester.exceptions import HarvestError, ProtocolError
 from harvester.exchange import HttpExchange
 from harvester.limits import OAILimits, oai_limits
+from harvester.oaiconnection import ConnectionTransport
 from harvester.oaidates import (
     DAY,
     GRANULARITIES,
@@ -57,6 +58,7 @@ from harvester.oaidates import (
 from harvester.oaiguard import ListGuard
 from harvester.oaihttp import ACCEPT_ENCODING, OAI_NS, Http, check_envelope, parse_oai_xml
 from harvester.oaimodels import EndpointInfo, ListedHeader, ListPage, RawPage, RawRecord
+from harvester.oaitransport import SessionTransport, Transport
 from harvester.settings import defaults
 
 __all__ = [
@@ -222,10 +224,16 @@ class OAIClient(Component):
     ) -> None:
         limits = limits or oai_limits(defaults())
         self.endpoint = endpoint
+        # A session given is used as it is; else kept-alive connections, a session where the
+        # environment asks for requests (harvester.oaiconnection).
+        self._transport: Transport = (
+            SessionTransport(session)
+            if session is not None
+            else ConnectionTransport(SessionTransport(requests.Session()))
+        )
         self._own_session = session is None
-        self._session = session or requests.Session()
         coding = ACCEPT_ENCODING if compressed else "identity"
-        http = Http(self._session, limits, sleep, clock, rng or random.Random(), coding)
+        http = Http(self._transport, limits, sleep, clock, rng or random.Random(), coding)
         self.sickle = SafeSickle(endpoint, http)
 
     def identify(self) -> EndpointInfo:
@@ -327,7 +335,7 @@ class OAIClient(Component):
     def close(self) -> None:
         """Release the HTTP session if this client made it."""
         if self._own_session:
-            self._session.close()
+            self._transport.close()
 
 
 def probe(

@@ -23,6 +23,10 @@ An OAI-PMH response is untrusted input, so the client's HTTP is our own rather t
 - **Redirects** (§3.1.2.2, 302 to another repository) are followed by hand, at most
   ``MAX_REDIRECTS`` hops, without reading the bodies of the hops.
 
+- **Transport** (:mod:`harvester.oaitransport`): each request is sent by a transport, by
+  default kept-alive ``http.client`` connections (:mod:`harvester.oaiconnection`, TLS
+  verified as requests does), a ``requests`` session where the environment names a proxy.
+
 Each response is kept as an :class:`~harvester.exchange.HttpExchange`, the bytes as received
 (``url`` its final hop's URL, ``decoded`` the body decoded), so it can be archived.
 """
@@ -39,7 +43,6 @@ from datetime import datetime
 from http.client import HTTPException
 from urllib.parse import urljoin, urlsplit
 
-import requests
 from lxml import etree
 from urllib3.exceptions import HTTPError as Urllib3Error
 
@@ -49,9 +52,10 @@ from harvester.exceptions import (
     ProtocolError,
     TransientFetchError,
 )
-from harvester.exchange import Header, HttpExchange, protocol
+from harvester.exchange import HttpExchange, protocol
 from harvester.limits import OAILimits
 from harvester.oaidates import checked_datestamp
+from harvester.oaitransport import Response, Transport
 from harvester.redirects import REDIRECT_STATUSES
 from harvester.retries import backoff_delay, transient_error
 
@@ -64,6 +68,8 @@ MAX_REDIRECTS = 5
 CHUNK_SIZE = 64 * 1024
 # §3.1.3: a harvester that sends Accept-Encoding must list identity with a non-zero qvalue.
 ACCEPT_ENCODING = "gzip, deflate, identity"
+# The rest of the request's head, as requests sends it by default.
+_HEADERS = {"Accept": "*/*", "Connection": "keep-alive"}
 
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
@@ -156,30 +162,20 @@ def _inflate(data: bytes, wbits: int, limit: int, url: str) -> bytes:
     return bytes(out)
 
 
-def _request_headers(response: requests.Response) -> tuple[Header, ...]:
-    sent = [
-        (name, value.decode("latin-1") if isinstance(value, bytes) else value)
-        for name, value in response.request.headers.items()
-    ]
-    if not any(k.lower() == "host" for k, _ in sent):  # http.client adds Host on the wire
-        sent.insert(0, ("Host", urlsplit(response.url).netloc.rpartition("@")[2]))
-    return tuple(sent)
-
-
 class Http:
-    """GET with retries, redirects, bounded reads and safe decoding; one per client.
-    ``accept_encoding`` is the Accept-Encoding sent (``identity`` asks for no coding)."""
+    """GET with retries, redirects, bounded reads and safe decoding, over ``transport``; one
+    per client. ``accept_encoding`` is the Accept-Encoding sent (``identity``: no coding)."""
 
     def __init__(
         self,
-        session: requests.Session,
+        transport: Transport,
         limits: OAILimits,
         sleep: Callable[[float], None],
         clock: Callable[[], datetime],
         rng: random.Random,
         accept_encoding: str = ACCEPT_ENCODING,
     ) -> None:
-        self.session = session
+        self.transport = transport
         self.limits = limits
         self.accept_encoding = accept_encoding
         self._sleep = sleep
@@ -214,70 +210,57 @@ class Http:
             started = self._clock()
             response = self._send(url, params, deadline)
             with closing(response):
-                location = response.headers.get("Location")
-                if response.status_code not in REDIRECT_STATUSES or not location:
+                location = response.header("Location")
+                if response.status not in REDIRECT_STATUSES or not location:
                     return self._receive(response, started, deadline)
             url, params = urljoin(response.url, location), None
             if urlsplit(url).scheme not in ("http", "https"):
                 raise PermanentFetchError(f"redirect to a non-HTTP URL: {url}")
         raise PermanentFetchError(f"more than {MAX_REDIRECTS} redirects from {url}")
 
-    def _send(self, url: str, params: dict[str, str] | None, deadline: float) -> requests.Response:
-        headers = {"User-Agent": self.limits.user_agent, "Accept-Encoding": self.accept_encoding}
+    def _send(self, url: str, params: dict[str, str] | None, deadline: float) -> Response:
         wait = max(0.001, min(self.limits.timeout, deadline - time.monotonic()))
-        timeout = (wait, wait)
-        try:
-            return self.session.get(
-                url,
-                params=params,
-                headers=headers,
-                timeout=timeout,
-                stream=True,
-                allow_redirects=False,
-            )
-        except requests.exceptions.SSLError as exc:
-            raise PermanentFetchError(f"TLS failure for {url}: {exc}") from exc
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise TransientFetchError(f"cannot reach {url}: {exc}") from exc
-        except requests.RequestException as exc:
-            raise PermanentFetchError(f"cannot request {url}: {exc}") from exc
+        headers = {
+            "User-Agent": self.limits.user_agent,
+            "Accept-Encoding": self.accept_encoding,
+            **_HEADERS,
+        }
+        return self.transport.send(url, params, headers, wait)
 
-    def _receive(
-        self, response: requests.Response, started: datetime, deadline: float
-    ) -> HttpExchange:
-        url, status = response.url, response.status_code
-        retry_after = response.headers.get("Retry-After")
+    def _receive(self, response: Response, started: datetime, deadline: float) -> HttpExchange:
+        url, status = response.url, response.status
+        retry_after = response.header("Retry-After")
         error = transient_error(status, response.reason, url, retry_after, self._clock())
         if error is not None:
             raise error
         if not 200 <= status < 300:
             raise PermanentFetchError(f"HTTP {status} {response.reason} from {url}", status)
         body = self._read_body(response, deadline)
-        coding = response.headers.get("Content-Encoding")
-        version = response.raw.version  # http.client's 10 or 11
+        coding = response.header("Content-Encoding")
+        version = response.version  # http.client's 10 or 11
         return HttpExchange(
             url=url,
             method="GET",
-            request_headers=_request_headers(response),
+            request_headers=response.request_headers,
             protocol=protocol(version // 10, version % 10),
             status=status,
-            reason=response.reason or "",
-            response_headers=tuple(response.raw.headers.items()),
+            reason=response.reason,
+            response_headers=response.headers,
             body=body,
             decoded=decode_content(body, coding, self.limits.max_bytes, url),
             started=started,
         )
 
-    def _read_body(self, response: requests.Response, deadline: float) -> bytes:
+    def _read_body(self, response: Response, deadline: float) -> bytes:
         url, limit = response.url, self.limits.max_bytes
-        declared = response.headers.get("Content-Length", "")
+        declared = response.header("Content-Length") or ""
         if declared.isdigit() and int(declared) > limit:
             raise ProtocolError(f"{url}: response of {declared} bytes exceeds {limit}")
         chunks: list[bytes] = []
         size = 0
         try:
             # read1: whatever has arrived, so that the deadline is checked as bytes trickle in
-            while chunk := response.raw.read1(CHUNK_SIZE, decode_content=False):
+            while chunk := response.read1(CHUNK_SIZE):
                 size += len(chunk)
                 if size > limit:
                     raise ProtocolError(f"{url}: response exceeds {limit} bytes")

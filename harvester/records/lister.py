@@ -41,8 +41,10 @@ from harvester.exceptions import BadResumptionToken, NoRecordsMatch, ProtocolErr
 from harvester.exchange import HttpExchange
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, overlap_from
+from harvester.oaiconnection import ConnectionTransport
 from harvester.oaidates import DAY
 from harvester.oaihttp import Http
+from harvester.oaitransport import SessionTransport
 from harvester.records.pages import RecordsPage, read_page
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import ListKey
@@ -85,13 +87,13 @@ class RecordLister:
         self.settings = settings
         self.endpoint = endpoint
         self.recorder = recorder
-        self.session = _Session()
-        self.http = Http(self.session, oai_limits(settings), sleep, utcnow, random.Random())
+        self.transport = ConnectionTransport(SessionTransport(_Session()))
+        self.http = Http(self.transport, oai_limits(settings), sleep, utcnow, random.Random())
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="oai-list")
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-        self.session.close()
+        self.transport.close()
 
     def from_date(self, harvested_until: str | None) -> str | None:
         """``--from``, else the list's bound less one granularity unit, else None; in the
@@ -193,9 +195,10 @@ class RecordLister:
 
 
 class _Session(requests.Session):
-    """A session that reads the environment (proxies, ``REQUESTS_CA_BUNDLE``) once per
-    origin: requests reads ``os.environ`` again for every request, about a third of the CPU
-    it spends on a list page's request. The environment is taken not to change during a run."""
+    """The fallback transport's session (:mod:`harvester.oaiconnection`), reading the
+    environment (proxies, ``REQUESTS_CA_BUNDLE``) once per origin: requests reads
+    ``os.environ`` again for every request, about a third of the CPU it spends on a list
+    page's request. The environment is taken not to change during a run."""
 
     def __init__(self) -> None:
         super().__init__()

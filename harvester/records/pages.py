@@ -25,7 +25,7 @@ from harvester.oaidates import parse_oai_datestamp
 from harvester.oaihttp import OAI_NS, check_envelope, parse_oai_xml
 
 _OAI = "{" + OAI_NS + "}"
-_METADATA = _OAI + "metadata"
+_HEADER, _METADATA = _OAI + "header", _OAI + "metadata"
 _IDENTIFIER_TAG, _DATESTAMP, _SET_SPEC = (_OAI + t for t in ("identifier", "datestamp", "setSpec"))
 _RECORD_TAG = re.compile(rb"<(/?)((?:[A-Za-z_][\w.-]*:)?record)(?=[\s/>])")
 _IDENTIFIER = re.compile(rb"<(?:[\w.-]+:)?identifier>([^<]{1,300})</(?:[\w.-]+:)?identifier>")
@@ -53,19 +53,34 @@ def read_page(content: bytes, url: str) -> RecordsPage:
         text, broken = _salvaged(content, url, exc)
         root = parse_oai_xml(text, url)
     date = check_envelope(root, "ListRecords", url)
-    records = []
+    records, metadata = [], []
     for element in root.iterfind(f"{_OAI}ListRecords/{_OAI}record"):
+        header, found = _parts(element)
         try:
-            records.append(RawRecord(_header(element, url), element))
+            records.append(RawRecord(_header(header, url), element))
         except ProtocolError as exc:
             broken.append(str(exc))
+            continue
+        metadata.append(_xml(found))
     token, size = _resumption(root, url)
-    metadata = tuple(_xml(record) for record in records)
-    return RecordsPage(tuple(records), metadata, tuple(broken), date, token, size)
+    return RecordsPage(tuple(records), tuple(metadata), tuple(broken), date, token, size)
 
 
-def _header(record: etree._Element, url: str) -> ListedHeader:
-    element = record.find(_OAI + "header")
+def _parts(record: etree._Element) -> tuple[etree._Element | None, etree._Element | None]:
+    """The record's first ``<header>`` and its metadata (:attr:`RawRecord.metadata`: the first
+    element inside its ``<metadata>`` parts), in one pass over its children: cheaper than a
+    path's set-up for each."""
+    header = metadata = None
+    for part in record:
+        tag = part.tag
+        if tag == _HEADER:
+            header = part if header is None else header
+        elif tag == _METADATA and metadata is None:
+            metadata = next(part.iterchildren("*"), None)
+    return header, metadata
+
+
+def _header(element: etree._Element | None, url: str) -> ListedHeader:
     if element is None:
         raise ProtocolError(f"{url}: a <record> without <header>")
     identifier, datestamp, found = _fields(element)
@@ -79,17 +94,8 @@ def _header(record: etree._Element, url: str) -> ListedHeader:
     return ListedHeader(identifier, datestamp, specs, element.get("status") == "deleted")
 
 
-def _xml(record: RawRecord) -> bytes:
-    """The record's metadata (:attr:`RawRecord.metadata`, found without a path's set-up) as
-    UTF-8 XML; b"" for none."""
-    metadata = next(
-        (
-            found
-            for part in record.element.iterchildren(_METADATA)
-            for found in part.iterchildren("*")
-        ),
-        None,
-    )
+def _xml(metadata: etree._Element | None) -> bytes:
+    """``metadata`` as UTF-8 XML; b"" for none."""
     if metadata is None:
         return b""
     return bytes(etree.tostring(metadata, encoding="utf-8", xml_declaration=False, with_tail=False))
