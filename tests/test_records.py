@@ -274,14 +274,7 @@ def test_sigkill_mid_ingest_then_rerun_finishes(
 ) -> None:
     out = tmp_path / "c"
     with start(items=40, delay=0.3) as server:
-        argv = [sys.executable, "-m", "harvester.cli", "harvest", server.url + "/oai",
-                "--out", str(out), "--quiet"]  # fmt: skip
-        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and settled(out) < 8:
-            time.sleep(0.05)
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
+        kill_mid_list(server, out)
         assert 8 <= settled(out) < 40  # killed mid-list
         code, _summary = ingest(server, out, capsys)
     assert code == 0
@@ -293,6 +286,19 @@ def test_sigkill_mid_ingest_then_rerun_finishes(
         assert db.execute("SELECT status, COUNT(*) FROM items GROUP BY status").fetchall() == [
             ("archived", 40)
         ]
+
+
+def kill_mid_list(server: RunningServer, out: Path, *extra: str) -> None:
+    """Run the harvester on ``server`` into ``out`` and SIGKILL it once the state knows of
+    eight items' DIDL records (or after a minute)."""
+    argv = [sys.executable, "-m", "harvester.cli", "harvest", server.url + "/oai",
+            "--out", str(out), "--quiet", *extra]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and settled(out) < 8:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
 
 
 def settled(out: Path) -> int:

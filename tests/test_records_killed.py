@@ -8,18 +8,14 @@ commit, and the page's own records before it too.
 
 from __future__ import annotations
 
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from harvester.archive.repair import verify_warc
 from tests.test_harvest import records as warc_records
-from tests.test_records import PRES, ingest, item_didls, settled, start
+from tests.test_records import PRES, ingest, item_didls, kill_mid_list, start
 
 
 def test_sigkill_mid_list_without_linked_resources_then_rerun_finishes(
@@ -27,14 +23,7 @@ def test_sigkill_mid_list_without_linked_resources_then_rerun_finishes(
 ) -> None:
     out = tmp_path / "c"
     with start(items=40, delay=0.3) as server:
-        argv = [sys.executable, "-m", "harvester.cli", "harvest", server.url + "/oai",
-                "--out", str(out), "--quiet", "--linked", "none"]  # fmt: skip
-        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and settled(out) < 8:
-            time.sleep(0.05)
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
+        kill_mid_list(server, out, "--linked", "none")
         with sqlite3.connect(out / "state.sqlite") as db:
             before = dict(
                 db.execute("SELECT identifier, didl_record_id FROM items WHERE status='archived'")
