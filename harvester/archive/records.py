@@ -25,7 +25,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from harvester.clock import as_utc, utcnow
 from harvester.records.randomids import uuid4_texts
 
-__all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory"]
+__all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory", "fresh_uuid"]
 
 WARC_VERSION = "1.1"
 REVISIT_PROFILES: Mapping[str, str] = {
@@ -186,19 +186,23 @@ class RecordFactory:
 
 
 def _new_record_id() -> str:
-    """A random (version 4) UUID's URN in ``<>``, as ``uuid.uuid4()`` makes it, in less than
-    half its time: every record needs one, so they are made :data:`_ID_BATCH` at a time
-    (:func:`~harvester.records.randomids.uuid4_texts`). A batch made before a fork is not
-    used after it, so two processes never hand out the same ID.
+    return f"<urn:uuid:{fresh_uuid()}>"
 
-    >>> import uuid; uuid.UUID(_new_record_id()[10:-1]).version
+
+def fresh_uuid() -> str:
+    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` makes it, in less than half
+    its time: every record and DIDL document needs one, so they are made :data:`_ID_BATCH` at
+    a time (:func:`~harvester.records.randomids.uuid4_texts`). A batch made before a fork is
+    not used after it, so two processes never hand out the same UUID.
+
+    >>> import uuid; uuid.UUID(fresh_uuid()).version
     4
     """
     pid = os.getpid()
     if not _ids or _ids_pid[0] != pid:
         _ids[:] = uuid4_texts(_ID_BATCH)
         _ids_pid[0] = pid
-    return f"<urn:uuid:{_ids.pop()}>"
+    return _ids.pop()
 
 
 _ID_BATCH = 256
