@@ -193,16 +193,22 @@ def fresh_uuid() -> str:
     """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` makes it, in less than half
     its time: every record and DIDL document needs one, so they are made :data:`_ID_BATCH` at
     a time (:func:`~harvester.records.randomids.uuid4_texts`). A batch made before a fork is
-    not used after it, so two processes never hand out the same UUID.
+    not used after it, so two processes never hand out the same UUID; threads share the
+    batches (``list.pop`` is atomic) and never wait for one another.
 
     >>> import uuid; uuid.UUID(fresh_uuid()).version
     4
     """
-    pid = os.getpid()
-    if not _ids or _ids_pid[0] != pid:
-        _ids[:] = uuid4_texts(_ID_BATCH)
+    if _ids_pid[0] != (pid := os.getpid()):
+        _ids.clear()  # made by the parent of this forked process
         _ids_pid[0] = pid
-    return _ids.pop()
+    try:
+        return _ids.pop()
+    except IndexError:  # used up (perhaps by another thread meanwhile): a fresh batch
+        batch = uuid4_texts(_ID_BATCH)
+        first = batch.pop()
+        _ids.extend(batch)
+        return first
 
 
 _ID_BATCH = 256
