@@ -26,7 +26,7 @@ from harvester.crawl.urls import host_of, host_of_canonical
 
 log = logging.getLogger(__name__)
 
-ADMITTED_CACHE = 65_536  # URLs whose admission is remembered (about 6 MB at most)
+ADMITTED_CACHE = 65_536  # URLs whose admission is remembered (some 10 MB at most)
 
 
 class Scope:
