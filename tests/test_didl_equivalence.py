@@ -177,6 +177,18 @@ def test_every_character_in_text_and_attributes_is_written_as_lxml_writes_it() -
     assert_same_document(capture_didl(desc, document_id=DOC_ID), reference_capture(desc, DOC_ID))
 
 
+def test_quoted_header_values_beside_ones_to_escape_are_written_as_lxml_writes_them() -> None:
+    """An ETag's quotes need no escaping in element content (the per-field path's case)."""
+    for headers in (
+        [("ETag", '"6756f2a0-3e4"'), ("Server", "nginx")],
+        [("ETag", '"a"'), ("X-Odd", "a<b & c>\r\x01"), ('X-"q"', "v")],
+    ):
+        desc = description(headers=headers)
+        assert_same_document(
+            capture_didl(desc, document_id=DOC_ID), reference_capture(desc, DOC_ID)
+        )
+
+
 def test_a_fresh_document_id_is_written_as_lxml_writes_it() -> None:
     written = capture_didl(description())
     document_id = etree.fromstring(written, SAFE_PARSER).get("DIDLDocumentId")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from harvester.crawl import scope as scope_module
+from harvester.crawl.scope import Scope
 from harvester.crawl.traps import QueryVariantCounter, TrapRules, check_trap
 
 
@@ -53,3 +55,27 @@ def test_query_variants_are_bounded_per_path() -> None:
 
 def test_query_variant_limit_defaults_to_the_trap_rules() -> None:
     assert QueryVariantCounter().limit == TrapRules().max_query_variants_per_path == 50
+
+
+def test_a_url_admitted_before_is_still_refused_too_deep_and_refusals_still_count() -> None:
+    """Scope remembers the URLs it admitted: asked again, only their depth is checked. A URL
+    refused is asked in full every time, and every refusal is counted."""
+    scope = Scope(["h"], max_depth=2, traps=TrapRules(max_query_variants_per_path=1))
+    assert scope.refusal("http://h/cal?day=1", 1) is None
+    assert scope.refusal("http://h/cal?day=1", 2) is None  # the variant admitted before
+    assert scope.refusal("http://h/cal?day=1", 3) == "depth: more than 2 links from a seed"
+    assert (
+        scope.refusal("http://h/cal?day=2", 1) == "trap: more than 1 query variants of http://h/cal"
+    )
+    assert scope.refusal("http://h/cal?day=2", 1) is not None
+    assert scope.refusal("http://other/cal?day=1", 1) == "off-site: another host"
+    assert scope.refused == {"depth": 1, "trap": 2, "off-site": 1}
+
+
+def test_remembered_admissions_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scope_module, "ADMITTED_CACHE", 3)
+    scope = Scope(["h"], traps=TrapRules(max_query_variants_per_path=100))
+    for n in range(10):
+        assert scope.refusal(f"http://h/p{n}", 1) is None
+    assert len(scope._admitted) == 3
+    assert list(scope._admitted) == ["http://h/p7", "http://h/p8", "http://h/p9"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from harvester.archive.cdxline import CaptureFields, media_type
 from harvester.archive.recordbytes import (
+    EMPTY_DIGEST,
     Built,
     Field,
     http_block,
@@ -197,7 +198,13 @@ def request(stamp: Stamp, exchange: HttpExchange, concurrent_to: str) -> Built |
     fields = _present(("WARC-Concurrent-To", concurrent_to), ("WARC-IP-Address", exchange.peer_ip))
     made = stamp()
     member = record_member(
-        "request", made, exchange.url, fields, content_type=REQUEST_TYPE, http=http
+        "request",
+        made,
+        exchange.url,
+        fields,
+        content_type=REQUEST_TYPE,
+        http=http,
+        payload_digest=EMPTY_DIGEST,  # of its empty payload, known: not hashed again
     )
     return Built(made[0], made[1], member)
 

@@ -30,11 +30,11 @@ import functools
 import hashlib
 import logging
 import re
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from harvester.archive.records import fresh_uuid
 from harvester.archive.sniff import sniff_mime
 from harvester.archive.xmlsafe import attr, text, uri
 
@@ -68,6 +68,8 @@ STRATEGIES = frozenset({"oai-get", "oai-didl", "oai-records", "resourcesync", "c
 FALLBACK_MIME = "application/octet-stream"
 
 _ESCAPED = re.compile(r"[^ !#-%\'-;=?-~]")  # all but the printable ASCII left as it is
+# Element content keeps '"' as it is (an ETag's quotes): all but the printable ASCII text() keeps
+_TEXT_ESCAPED = re.compile(r"[^ -%\'-;=?-~]")
 _UUID_URN = re.compile(r"urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -215,7 +217,7 @@ def didl_filename(url: str, record_id: str) -> str:
 def _document(document_id: str | None, statements: list[str], component: str = "") -> bytes:
     """The whole document: each statement in its ``Descriptor/Statement``, then the component."""
     # A fresh urn:uuid is an xs:anyURI already, with nothing to escape.
-    doc_id = attr(uri(document_id)) if document_id else f"urn:uuid:{uuid.uuid4()}"
+    doc_id = attr(uri(document_id)) if document_id else f"urn:uuid:{fresh_uuid()}"
     parts = [_HEAD.format(doc_id)]
     for statement in statements:
         parts += (_STATEMENT_START, statement, _STATEMENT_END)
@@ -246,14 +248,15 @@ def _http_header(desc: CaptureDescription) -> str:
         f'          <http:status code="{desc.status!s}"{protocol}>'
         f"{text(desc.reason)}</http:status>\n",
     ]
-    if _plain(*(part for field in desc.headers for part in field)):  # most are: no escaping
+    names, values = "".join([n for n, _ in desc.headers]), "".join([v for _, v in desc.headers])
+    if _ESCAPED.search(names) is None and _TEXT_ESCAPED.search(values) is None:  # most are
         lines += [
             f'          <http:field name="{name}">{value}</http:field>\n'
             for name, value in desc.headers
         ]
     else:
         lines += [
-            f'          <http:field name="{attr(name)}">{text(value)}</http:field>\n'
+            f'          <http:field name="{_attr(name)}">{_text(value)}</http:field>\n'
             for name, value in desc.headers
         ]
     lines.append("        </http:header>\n")
@@ -332,14 +335,12 @@ def _uri(value: str) -> str:
     return uri(value)
 
 
-def _plain(*values: str) -> bool:
-    """Whether every value is printable ASCII that neither :func:`text` nor :func:`attr`
-    changes: one regular expression over all of them."""
-    return _ESCAPED.search("".join(values)) is None
-
-
 def _attr(value: str) -> str:
     return value if _ESCAPED.search(value) is None else attr(value)
+
+
+def _text(value: str) -> str:
+    return value if _TEXT_ESCAPED.search(value) is None else text(value)
 
 
 def _optional(name: str, value: str | None) -> str:

@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import tempfile
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from io import BytesIO
@@ -24,8 +23,9 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 
 from harvester.clock import as_utc, utcnow
+from harvester.records.randomids import uuid4_texts
 
-__all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory"]
+__all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory", "fresh_uuid"]
 
 WARC_VERSION = "1.1"
 REVISIT_PROFILES: Mapping[str, str] = {
@@ -186,12 +186,48 @@ class RecordFactory:
 
 
 def _new_record_id() -> str:
-    return f"<urn:uuid:{uuid.uuid4()}>"
+    return f"<urn:uuid:{fresh_uuid()}>"
+
+
+def fresh_uuid() -> str:
+    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` makes it, in less than half
+    its time: every record and DIDL document needs one, so they are made :data:`_ID_BATCH` at
+    a time (:func:`~harvester.records.randomids.uuid4_texts`). A batch made before a fork is
+    not used after it, so two processes never hand out the same UUID; threads share the
+    batches (``list.pop`` is atomic) and never wait for one another.
+
+    >>> import uuid; uuid.UUID(fresh_uuid()).version
+    4
+    """
+    if _ids_pid[0] != (pid := os.getpid()):
+        _ids.clear()  # made by the parent of this forked process
+        _ids_pid[0] = pid
+    try:
+        return _ids.pop()
+    except IndexError:  # used up (perhaps by another thread meanwhile): a fresh batch
+        batch = uuid4_texts(_ID_BATCH)
+        first = batch.pop()
+        _ids.extend(batch)
+        return first
+
+
+_ID_BATCH = 256
+_ids: list[str] = []  # made for the process _ids_pid[0], handed out from the end
+_ids_pid = [0]
 
 
 def _warc_date(moment: datetime) -> str:
-    """A WARC/1.1 date with microseconds, e.g. ``2024-05-01T12:00:00.000000Z``."""
-    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A WARC/1.1 date with microseconds, e.g. ``2024-05-01T12:00:00.000000Z`` (the fields
+    formatted one by one: ``strftime`` takes twice as long).
+
+    >>> _warc_date(datetime(2024, 5, 1, 12, 0, 7, 89))
+    '2024-05-01T12:00:07.000089Z'
+    """
+    u = as_utc(moment)
+    return (
+        f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
+        f".{u.microsecond:06d}Z"
+    )
 
 
 def _warcinfo_fields(fields: Mapping[str, str] | None) -> dict[str, str]:

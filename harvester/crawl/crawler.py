@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from harvester.archive.recorder import Recorder, conditional_headers
+from harvester.clock import utcnow
 from harvester.crawl.frontier import Frontier
 from harvester.crawl.leasing import HostLeasing
 from harvester.crawl.links import Link, extract_links
@@ -36,6 +37,7 @@ from harvester.crawl.stepbatch import StepBatch
 from harvester.exceptions import FetchError, LeaseLost, PermanentFetchError, TransientFetchError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
+from harvester.retries import parse_retry_after
 from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 
@@ -299,9 +301,6 @@ class Crawler:
 
 
 def _retry_after(result: HttpExchange) -> float | None:
-    from harvester.clock import utcnow
-    from harvester.retries import parse_retry_after
-
     value = result.header("Retry-After")
     return parse_retry_after(value, utcnow()) if value else None
 

@@ -169,6 +169,7 @@ _canonical_in = lru_cache(maxsize=16384)(_canonical_uncached)
 _EDGE_JUNK = "".join(chr(code) for code in range(0x21))  # as urls.canonicalize strips them
 
 
+@lru_cache(maxsize=64)  # a page's candidates share its base: made once a page
 def _directory(base: str) -> str:
     """``base`` without its query and fragment, up to its path's last ``/``.
 
