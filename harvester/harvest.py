@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from harvester import eventloop
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
@@ -104,9 +105,9 @@ class Harvest:
             try:
                 self._reconcile(recorder, repaired, archive=found is not None)
                 if found is None:
-                    asyncio.run(self._crawl(recorder))
+                    eventloop.run(self._crawl(recorder))
                 elif records and isinstance(found, EndpointInfo):
-                    asyncio.run(self._ingest(found, recorder))
+                    eventloop.run(self._ingest(found, recorder))
                 else:
                     self._list_or_ingest(found, recorder)
             finally:
@@ -127,7 +128,7 @@ class Harvest:
             log.info("%s", exc)
             self.summary.mode = "records"
             records = Recorder(self.writer, strategy="oai-records", endpoint=found.endpoint)
-            asyncio.run(self._ingest(found, records))
+            eventloop.run(self._ingest(found, records))
 
     def _lister(
         self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder
@@ -152,7 +153,7 @@ class Harvest:
         started = lister.started()
         self._list_started = parse_oai_datestamp(started).timestamp() if started else None
         self._write_deletions(recorder)
-        asyncio.run(self._fetch_pending(recorder))
+        eventloop.run(self._fetch_pending(recorder))
         if list_complete and not self._expired():
             lister.advance_from()
 
@@ -183,7 +184,7 @@ class Harvest:
         self._list_started = parse_oai_datestamp(started).timestamp() if started else None
         while not self._expired() and job.claim_hosts():
             if job.hosts:
-                taken = asyncio.run(self._fetch_pending(recorder, set(job.hosts)))
+                taken = eventloop.run(self._fetch_pending(recorder, set(job.hosts)))
                 job.give_back()
                 if not taken:  # its hosts' work is not this worker's to do (a bug): stop
                     log.warning("leased hosts with nothing to fetch: %s", sorted(job.hosts))

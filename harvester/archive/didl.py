@@ -30,13 +30,13 @@ import functools
 import hashlib
 import logging
 import re
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from harvester.archive.sniff import sniff_mime
 from harvester.archive.xmlsafe import attr, text, uri
+from harvester.records.randomids import uuid4_texts
 
 __all__ = [
     "DIDL_NS",
@@ -215,7 +215,7 @@ def didl_filename(url: str, record_id: str) -> str:
 def _document(document_id: str | None, statements: list[str], component: str = "") -> bytes:
     """The whole document: each statement in its ``Descriptor/Statement``, then the component."""
     # A fresh urn:uuid is an xs:anyURI already, with nothing to escape.
-    doc_id = attr(uri(document_id)) if document_id else f"urn:uuid:{uuid.uuid4()}"
+    doc_id = attr(uri(document_id)) if document_id else f"urn:uuid:{uuid4_texts(1)[0]}"
     parts = [_HEAD.format(doc_id)]
     for statement in statements:
         parts += (_STATEMENT_START, statement, _STATEMENT_END)

@@ -13,7 +13,6 @@ import os
 import shutil
 import socket
 import tempfile
-import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from io import BytesIO
@@ -24,6 +23,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 
 from harvester.clock import as_utc, utcnow
+from harvester.records.randomids import uuid4_texts
 
 __all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory"]
 
@@ -186,12 +186,17 @@ class RecordFactory:
 
 
 def _new_record_id() -> str:
-    return f"<urn:uuid:{uuid.uuid4()}>"
+    return f"<urn:uuid:{uuid4_texts(1)[0]}>"
 
 
 def _warc_date(moment: datetime) -> str:
-    """A WARC/1.1 date with microseconds, e.g. ``2024-05-01T12:00:00.000000Z``."""
-    return as_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A WARC/1.1 date with microseconds, e.g. ``2024-05-01T12:00:00.000000Z``.
+
+    >>> _warc_date(datetime(2024, 5, 1, 12))
+    '2024-05-01T12:00:00.000000Z'
+    """
+    # isoformat of a UTC time ends in "+00:00"; a fifth of strftime's time
+    return as_utc(moment).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def _warcinfo_fields(fields: Mapping[str, str] | None) -> dict[str, str]:

@@ -86,10 +86,11 @@ def sniff_mime(payload: bytes, url: str) -> str | None:
     'text/css'
     """
     found = _sniff(payload)
-    if found is None:
-        return None
+    refine = _REFINE.get(found) if found is not None else None
+    if refine is None:  # HTML, the most common finding: the URL is not looked at
+        return found
     extension = PurePosixPath(urlsplit(url).path).suffix.lower()
-    return _REFINE.get(found, {}).get(extension, found)
+    return refine.get(extension, found)
 
 
 def _sniff(payload: bytes) -> str | None:
