@@ -22,7 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harvester import eventloop
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
@@ -105,9 +104,9 @@ class Harvest:
             try:
                 self._reconcile(recorder, repaired, archive=found is not None)
                 if found is None:
-                    eventloop.run(self._crawl(recorder))
+                    asyncio.run(self._crawl(recorder))
                 elif records and isinstance(found, EndpointInfo):
-                    eventloop.run(self._ingest(found, recorder))
+                    asyncio.run(self._ingest(found, recorder))
                 else:
                     self._list_or_ingest(found, recorder)
             finally:
@@ -128,7 +127,7 @@ class Harvest:
             log.info("%s", exc)
             self.summary.mode = "records"
             records = Recorder(self.writer, strategy="oai-records", endpoint=found.endpoint)
-            eventloop.run(self._ingest(found, records))
+            asyncio.run(self._ingest(found, records))
 
     def _lister(
         self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder
@@ -153,7 +152,7 @@ class Harvest:
         started = lister.started()
         self._list_started = parse_oai_datestamp(started).timestamp() if started else None
         self._write_deletions(recorder)
-        eventloop.run(self._fetch_pending(recorder))
+        asyncio.run(self._fetch_pending(recorder))
         if list_complete and not self._expired():
             lister.advance_from()
 
@@ -184,7 +183,7 @@ class Harvest:
         self._list_started = parse_oai_datestamp(started).timestamp() if started else None
         while not self._expired() and job.claim_hosts():
             if job.hosts:
-                taken = eventloop.run(self._fetch_pending(recorder, set(job.hosts)))
+                taken = asyncio.run(self._fetch_pending(recorder, set(job.hosts)))
                 job.give_back()
                 if not taken:  # its hosts' work is not this worker's to do (a bug): stop
                     log.warning("leased hosts with nothing to fetch: %s", sorted(job.hosts))
