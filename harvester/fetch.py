@@ -310,14 +310,14 @@ class Fetcher:
     ) -> tuple[bytes, str | None]:
         chunks: list[bytes] = []
         size = 0
+        stream = response.content
         start = asyncio.get_running_loop().time()
         while True:
-            timeout = self._read_timeout(start, size, deadline_at)
-            if timeout <= 0:
-                return b"".join(chunks), TRUNCATED_TIME
             try:
-                async with asyncio.timeout(timeout):  # no task per read, as wait_for makes
-                    chunk = await response.content.readany()
+                if stream.is_eof():  # the rest is here (most small bodies): no timer needed
+                    chunk = stream.read_nowait()
+                else:
+                    chunk = await self._read_some(stream, start, size, deadline_at)
             except TimeoutError:
                 return b"".join(chunks), TRUNCATED_TIME
             except (aiohttp.ClientError, OSError):
@@ -328,6 +328,17 @@ class Fetcher:
             size += len(chunk)
             if size > max_size:
                 return b"".join(chunks)[:max_size], TRUNCATED_LENGTH
+
+    async def _read_some(
+        self, stream: aiohttp.StreamReader, start: float, size: int, deadline_at: float
+    ) -> bytes:
+        """The next bytes of ``stream``; TimeoutError once the deadline, stall or rate limit
+        is hit first."""
+        timeout = self._read_timeout(start, size, deadline_at)
+        if timeout <= 0:
+            raise TimeoutError
+        async with asyncio.timeout(timeout):  # no task per read, as wait_for makes
+            return await stream.readany()
 
     def _read_timeout(self, start: float, size: int, deadline_at: float) -> float:
         """Seconds the next read may take before the deadline, stall or rate limit is hit."""
