@@ -1,4 +1,4 @@
-"""The pooled record and document IDs (``archive.records.fresh_uuid``): version-4 UUIDs, never
+"""The pooled record and document IDs (``archive.randomids.fresh_uuid``): version-4 UUIDs, never
 handed out twice, neither across a fork nor between threads."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 import threading
 import uuid
 
-from harvester.archive.records import fresh_uuid
+from harvester.archive.randomids import fresh_uuid
 
 
 def test_a_forked_process_never_hands_out_its_parents_pooled_ids() -> None:

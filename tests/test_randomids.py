@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from harvester.archive.randomids import uuid4_texts
 from harvester.records.didlbuilder import record_ids
-from harvester.records.randomids import uuid4_texts
 
 
 def test_each_is_a_random_uuid_in_its_text_form() -> None:

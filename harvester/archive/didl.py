@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from harvester.archive.records import fresh_uuid
+from harvester.archive.randomids import fresh_uuid
 from harvester.archive.sniff import sniff_mime
 from harvester.archive.xmlsafe import attr, text, uri
 

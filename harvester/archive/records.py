@@ -22,10 +22,10 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 
+from harvester.archive.randomids import fresh_uuid
 from harvester.clock import as_utc, utcnow
-from harvester.records.randomids import uuid4_texts
 
-__all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory", "fresh_uuid"]
+__all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory"]
 
 WARC_VERSION = "1.1"
 REVISIT_PROFILES: Mapping[str, str] = {
@@ -187,33 +187,6 @@ class RecordFactory:
 
 def _new_record_id() -> str:
     return f"<urn:uuid:{fresh_uuid()}>"
-
-
-def fresh_uuid() -> str:
-    """A random (version 4) UUID as text, as ``str(uuid.uuid4())`` makes it, in less than half
-    its time: every record and DIDL document needs one, so they are made :data:`_ID_BATCH` at
-    a time (:func:`~harvester.records.randomids.uuid4_texts`). A batch made before a fork is
-    not used after it, so two processes never hand out the same UUID; threads share the
-    batches (``list.pop`` is atomic) and never wait for one another.
-
-    >>> import uuid; uuid.UUID(fresh_uuid()).version
-    4
-    """
-    if _ids_pid[0] != (pid := os.getpid()):
-        _ids.clear()  # made by the parent of this forked process
-        _ids_pid[0] = pid
-    try:
-        return _ids.pop()
-    except IndexError:  # used up (perhaps by another thread meanwhile): a fresh batch
-        batch = uuid4_texts(_ID_BATCH)
-        first = batch.pop()
-        _ids.extend(batch)
-        return first
-
-
-_ID_BATCH = 256
-_ids: list[str] = []  # made for the process _ids_pid[0], handed out from the end
-_ids_pid = [0]
 
 
 def _warc_date(moment: datetime) -> str:

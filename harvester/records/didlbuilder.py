@@ -30,11 +30,11 @@ from multiprocessing.connection import Connection
 from queue import SimpleQueue
 
 from harvester.archive.didl import OaiHeaderInfo, Provenance, deletion_didl
+from harvester.archive.randomids import uuid4_texts
 from harvester.archive.recordbytes import record_member
 from harvester.archive.records import _warc_date
 from harvester.clock import utcnow
 from harvester.records.itemdidl import Frame, frame, plain_item_didl
-from harvester.records.randomids import uuid4_texts
 
 log = logging.getLogger(__name__)
 PIPE_BYTES = 1 << 20  # a page's group in one write: Linux's default pipe-max-size

@@ -33,8 +33,8 @@ from harvester.archive.didl import (
     _provenance,
     _warc_record,
 )
+from harvester.archive.randomids import uuid4_texts
 from harvester.archive.xmlsafe import attr, text, uri
-from harvester.records.randomids import uuid4_texts
 
 # The item's document up to its DIDLDocumentId, then up to its identifier, then between its
 # identifier in the header and its datestamp.
