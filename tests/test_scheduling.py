@@ -196,6 +196,23 @@ def test_politeness_values_are_checked() -> None:
 # -- politeness --
 
 
+@pytest.mark.parametrize("per_host", [1, 4])
+def test_the_delay_counts_from_when_the_request_left(per_host: int) -> None:
+    """A URL handed out at 0 whose request leaves only at 0.3 (the event loop was busy
+    archiving another page): the next request of its host may leave at 0.3 + delay, not at
+    delay, or the host would see a gap shorter than ``--delay``."""
+    for policy in ("bfs", "performance", "quality", "capability"):
+        s = make_scheduler(policy, politeness=Politeness(delay=1.0, per_host=per_host))
+        s.add(url("h", "a"))
+        s.add(url("h", "b"))
+        assert s.next(0.0) is not None
+        s.sent("h", 0.3)
+        s.done("h", now=0.35, latency=0.02, nbytes=100, status=200)
+        assert s.next(1.1) is None, policy
+        assert s.wake_time() == pytest.approx(1.3), policy
+        assert s.next(1.3) is not None, policy
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     delay=st.sampled_from([0.0, 0.5, 2.0]),

@@ -212,6 +212,7 @@ class Crawler:
         await self._robots_delay(item)
         started = time.monotonic()
         res = self.state.get(item.url)
+        self.frontier.scheduler.sent(item.host, asyncio.get_running_loop().time())
         try:
             result = await self.fetcher.fetch(
                 item.url, headers=conditional_headers(res), follow_redirects=False

@@ -57,7 +57,7 @@ class QueuedURL:
 class Politeness:
     """How hard one host may be pressed."""
 
-    delay: float = 0.0  # minimum seconds between request starts (--delay)
+    delay: float = 0.0  # minimum seconds between requests leaving (--delay)
     delay_factor: float = 1.0  # rest at least K times the last response time (--delay-factor)
     per_host: int = 1  # concurrent requests per host
     max_backoff: float = 300.0  # the longest a failing host is rested
@@ -195,6 +195,14 @@ class HostState:
         self.in_flight += 1
         self.timing.starts.append(now)
         self.timing.last_start = now
+
+    def sent(self, now: float) -> bool:
+        """The request handed out last leaves ``now``; whether that moves the time the
+        delay counts from."""
+        if now <= self.timing.last_start:
+            return False
+        self.timing.last_start = now
+        return True
 
     def finish(
         self, now: float, latency: float, nbytes: int, status: int | None, retry_after: float | None

@@ -30,6 +30,11 @@ class Scheduler(Protocol):
         """When a host is next eligible (``<=`` the latest ``now`` if one is already); None if
         nothing can become eligible until a fetch finishes (or nothing is queued)."""
 
+    def sent(self, host: str, now: float) -> None:
+        """The request of a URL handed out for ``host`` leaves ``now``: the delay between
+        request starts counts from here, not from the hand-out, which the event loop may
+        have reached late (busy archiving another page)."""
+
     def done(
         self,
         host: str,

@@ -115,6 +115,11 @@ class _TwoLevel:
         top = _live_top(self._sleeping, self._hosts)
         return None if top is None else max(top[0], self._clock)
 
+    def sent(self, host: str, now: float) -> None:
+        state = self._hosts.get(host)
+        if state is not None and state.sent(now):
+            self._place(state)
+
     def done(
         self,
         host: str,
