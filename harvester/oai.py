@@ -45,7 +45,7 @@ from harvester.clock import utcnow
 from harvester.exceptions import HarvestError, ProtocolError
 from harvester.exchange import HttpExchange
 from harvester.limits import OAILimits, oai_limits
-from harvester.oaiconnection import ConnectionTransport
+from harvester.oaiconnection import kept_alive
 from harvester.oaidates import (
     DAY,
     GRANULARITIES,
@@ -227,9 +227,7 @@ class OAIClient(Component):
         # A session given is used as it is; else kept-alive connections, a session where the
         # environment asks for requests (harvester.oaiconnection).
         self._transport: Transport = (
-            SessionTransport(session)
-            if session is not None
-            else ConnectionTransport(SessionTransport(requests.Session()))
+            SessionTransport(session) if session is not None else kept_alive()
         )
         self._own_session = session is None
         coding = ACCEPT_ENCODING if compressed else "identity"

@@ -40,12 +40,18 @@ from requests.utils import get_environ_proxies, get_netrc_auth, select_proxy
 
 from harvester.exceptions import PermanentFetchError, TransientFetchError
 from harvester.exchange import Header
-from harvester.oaitransport import Response, Transport
+from harvester.oaitransport import EnvironmentSession, Response, SessionTransport, Transport
 
 _Origin = tuple[str, str, int]  # scheme, host, port
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 # What a kept connection closed by the server raises before any byte of the response.
 _CLOSED = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+
+def kept_alive() -> ConnectionTransport:
+    """The OAI-PMH client's default transport: kept-alive connections, and a session reading
+    the environment once per origin for what requests must handle."""
+    return ConnectionTransport(SessionTransport(EnvironmentSession()))
 
 
 def tls_context() -> ssl.SSLContext:

@@ -22,15 +22,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from urllib.parse import urljoin, urlsplit
 
-import requests
 from lxml import etree
 
 from coop_common.component import Component
 from harvester.exceptions import FetchError, ProtocolError
 from harvester.limits import OAILimits
-from harvester.oaiconnection import ConnectionTransport
+from harvester.oaiconnection import kept_alive
 from harvester.oaihttp import Http, parse_oai_xml
-from harvester.oaitransport import SessionTransport
 
 log = logging.getLogger(__name__)
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -85,7 +83,7 @@ class ResourceSyncReader(Component):
         self.site_url = site_url
         self.origin = _origin(site_url)
         self.problem: str | None = None  # why discover() found none, when it did not
-        self._transport = ConnectionTransport(SessionTransport(requests.Session()))
+        self._transport = kept_alive()
         limits = replace(limits, max_bytes=min(limits.max_bytes, MAX_BYTES))
         self._http = Http(self._transport, limits, time.sleep, _utcnow, random.Random())
 

@@ -28,10 +28,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
-
-import requests
 
 from harvester.archive.capturegroup import exchange_group
 from harvester.archive.recordbytes import Built
@@ -41,10 +37,9 @@ from harvester.exceptions import BadResumptionToken, NoRecordsMatch, ProtocolErr
 from harvester.exchange import HttpExchange
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, overlap_from
-from harvester.oaiconnection import ConnectionTransport
+from harvester.oaiconnection import kept_alive
 from harvester.oaidates import DAY
 from harvester.oaihttp import Http
-from harvester.oaitransport import SessionTransport
 from harvester.records.pages import RecordsPage, read_page
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import ListKey
@@ -87,7 +82,7 @@ class RecordLister:
         self.settings = settings
         self.endpoint = endpoint
         self.recorder = recorder
-        self.transport = ConnectionTransport(SessionTransport(_Session()))
+        self.transport = kept_alive()
         self.http = Http(self.transport, oai_limits(settings), sleep, utcnow, random.Random())
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="oai-list")
 
@@ -192,27 +187,6 @@ class RecordLister:
     def _day(self, datestamp: str) -> str:
         """A datestamp as a ``from`` argument in the repository's granularity."""
         return datestamp[:10] if self.endpoint.granularity == DAY else datestamp
-
-
-class _Session(requests.Session):
-    """The fallback transport's session (:mod:`harvester.oaiconnection`), reading the
-    environment (proxies, ``REQUESTS_CA_BUNDLE``) once per origin: requests reads
-    ``os.environ`` again for every request, about a third of the CPU it spends on a list
-    page's request. The environment is taken not to change during a run."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._merged: dict[tuple[object, ...], dict[str, Any]] = {}
-
-    def merge_environment_settings(
-        self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any
-    ) -> dict[str, Any]:
-        if proxies:  # per-request proxies: as requests does
-            return super().merge_environment_settings(url, proxies, stream, verify, cert)
-        key = (*urlsplit(str(url))[:2], stream, verify, cert)
-        if key not in self._merged:
-            self._merged[key] = super().merge_environment_settings(url, {}, stream, verify, cert)
-        return dict(self._merged[key])
 
 
 def _name(key: ListKey) -> str:

@@ -1,11 +1,11 @@
-"""The list's HTTP session reads the environment once per origin, as requests would each time."""
+"""The fallback session reads the environment once per origin, as requests would each time."""
 
 from __future__ import annotations
 
 import pytest
 import requests
 
-from harvester.records.lister import _Session
+from harvester.oaitransport import EnvironmentSession
 
 URLS = [
     "http://127.0.0.1:8080/oai?verb=ListRecords&metadataPrefix=oai_dc",
@@ -20,7 +20,7 @@ def test_settings_are_requests_own(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3129")
     monkeypatch.setenv("NO_PROXY", "localhost")
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/ca.pem")
-    ours, theirs = _Session(), requests.Session()
+    ours, theirs = EnvironmentSession(), requests.Session()
     for url in URLS:
         for verify in (None, False):
             expected = theirs.merge_environment_settings(url, {}, True, verify, None)
@@ -34,7 +34,7 @@ def test_settings_are_requests_own(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_environment_is_read_once_per_origin(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:3128")
-    ours = _Session()
+    ours = EnvironmentSession()
     first = ours.merge_environment_settings(URLS[0], {}, None, None, None)
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9999")
     again = ours.merge_environment_settings(URLS[1], {}, None, None, None)
