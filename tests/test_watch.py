@@ -72,6 +72,16 @@ def learned(out: Path) -> int:
         return int(db.execute("SELECT SUM(visits) FROM revisits").fetchone()[0] or 0)
 
 
+def wait_until_learned(out: Path, timeout: float = 30.0) -> None:
+    """Until the watch has recorded a revisit (or ``timeout`` seconds have passed)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ValueError, sqlite3.Error):  # no state yet, or being made
+            if learned(out) > 0:
+                return
+        time.sleep(0.1)
+
+
 def test_watch_revisits_what_changes_and_records_revisits(
     site: tuple[RunningServer, Path], tmp_path: Path
 ) -> None:
@@ -97,7 +107,7 @@ def test_sigterm_stops_cleanly_and_a_restart_keeps_what_it_learned(
     server, _log = site
     out = tmp_path / "coll"
     proc = watch(server.url, out)
-    time.sleep(3)
+    wait_until_learned(out)  # a fixed sleep was too short on a loaded machine
     proc.send_signal(signal.SIGTERM)
     _stdout, stderr = proc.communicate(timeout=10)
     assert proc.returncode == 0, stderr.decode()
