@@ -71,6 +71,12 @@ def cli() -> None:
 )
 @click.option("--concurrency", type=int, help="Simultaneous fetches.  [default: 16]")
 @click.option("--per-host", type=int, help="Connections per host.  [default: 8]")
+@click.option(
+    "--fetch-processes",
+    type=int,
+    help="Processes fetching a listed site, sharing the connections."
+    "  [default: 0, one a core (up to 4) from 2,000 resources on]",
+)
 @click.option("--delay", type=float, help="Seconds between requests to one host.  [default: 0]")
 @click.option("--max-time", type=float, help="Stop after this many seconds (resumable).")
 @click.option("--max-size", type=int, help="Truncate larger resources (WARC-Truncated).")

@@ -16,6 +16,7 @@
     ├── ProtocolError            malformed or truncated XML, bad dates, not OAI-PMH at all
     ├── DiscoveryError           no OAI-PMH endpoint, and crawling is not allowed
     ├── ArchiveError             a WARC or DIDL could not be written or repaired
+    ├── FetchProcessError        a process fetching a share of the list ended early
     ├── StateError               the state database is unusable
     │   ├── StateURLError        the state URL names no supported store (exit code 2)
     │   └── LeaseLost            a worker's lease was taken over: its step is rolled back
@@ -137,6 +138,11 @@ class RecordsRepository(DiscoveryError):
 
 class ArchiveError(HarvestError):
     """A WARC, DIDL or index file could not be written or repaired."""
+
+
+class FetchProcessError(HarvestError):
+    """A process fetching a share of the listed resources failed or was killed; what it did
+    not archive stays pending for the next run."""
 
 
 class StateError(HarvestError):

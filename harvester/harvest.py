@@ -17,25 +17,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
-from harvester.archive.recorder import Recorder, conditional_headers
+from harvester.archive.recorder import Recorder
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
-from harvester.chain import fetch_chain
-from harvester.clock import http_time
 from harvester.crawlfactory import CrawlerFactory
 from harvester.discovery import discover, endpoint_url, records_mode, source_kind
-from harvester.exceptions import FetchError, LeaseLost, RecordsRepository
-from harvester.exchange import HttpExchange
+from harvester.exceptions import RecordsRepository
+from harvester.fetchshards import fetch_in_processes, process_count
 from harvester.limits import FetchSettings
+from harvester.listedfetch import ListedFetch
 from harvester.listing import Lister
 from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
@@ -45,14 +42,13 @@ from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog
 from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
-from harvester.storage.protocol import ACTIVE, Due, Resource, State
+from harvester.storage.protocol import State
 from harvester.summary import Progress, Summary
 
 if TYPE_CHECKING:
     from harvester.fetch import Fetcher
 
 log = logging.getLogger(__name__)
-GONE = (404, 410)
 
 
 class Harvest:
@@ -79,7 +75,6 @@ class Harvest:
         self.fetch_settings = fetch_settings
         self.crawler_factory = crawler_factory
         self.pacer = Pacer(settings.delay)
-        self._list_started: float | None = None
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
         self.shared: SharedJob | None = None  # with a state many workers share
         self._undecided = False  # no run has listed the endpoint: its first page decides
@@ -153,10 +148,11 @@ class Harvest:
                 self.shared.close()
             return
         list_complete = lister.run(self._expired)
-        started = lister.started()
-        self._list_started = parse_oai_datestamp(started).timestamp() if started else None
         self._write_deletions(recorder)
-        asyncio.run(self._fetch_pending(recorder))
+        fetch = self._listed_fetch(recorder, lister)
+        wanted, remaining = self.settings.fetch_processes, fetch.remaining()
+        count = process_count(wanted, remaining, shared=False, delay=self.settings.delay)
+        fetch_in_processes(fetch, count)
         if list_complete and not self._expired():
             lister.advance_from()
 
@@ -174,7 +170,7 @@ class Harvest:
                 endpoint,
                 recorder,
                 self.summary,
-                self._fetch_one,
+                self._listed_fetch(recorder).one,
                 fetcher,
             )
             await ingest.run()
@@ -185,6 +181,24 @@ class Harvest:
 
         return Fetcher(self.fetch_settings)
 
+    def _listed_fetch(
+        self, recorder: Recorder, lister: Lister | ResourceSyncLister | None = None
+    ) -> ListedFetch:
+        """The fetch step of the listed path; ``lister``'s start dates the changes it notes."""
+        started = lister.started() if lister is not None else None
+        return ListedFetch(
+            self.settings,
+            self.state,
+            self.summary,
+            recorder,
+            self.fetch_settings,
+            self.pacer,
+            self._expired,
+            self.progress,
+            self.shared,
+            parse_oai_datestamp(started).timestamp() if started else None,
+        )
+
     def _harvest_shared(self, lister: Lister, recorder: Recorder, job: SharedJob) -> None:
         """The OAI-PMH path as one worker of many: list if no one else does, fetch by host."""
         turn = job.list_turn(lister.endpoint.endpoint)
@@ -192,11 +206,10 @@ class Harvest:
         if turn is not None:
             list_complete = lister.run(job.renewing(turn, self._expired))
             self._write_deletions(recorder)
-        started = lister.started()
-        self._list_started = parse_oai_datestamp(started).timestamp() if started else None
+        fetch = self._listed_fetch(recorder, lister)
         while not self._expired() and job.claim_hosts():
             if job.hosts:
-                taken = asyncio.run(self._fetch_pending(recorder, set(job.hosts)))
+                taken = asyncio.run(fetch.pending(set(job.hosts)))
                 job.give_back()
                 if not taken:  # its hosts' work is not this worker's to do (a bug): stop
                     log.warning("leased hosts with nothing to fetch: %s", sorted(job.hosts))
@@ -258,128 +271,6 @@ class Harvest:
             recorder.deleted(res)
             self.state.mark_deleted(res.url)
             self.summary.deleted += 1
-
-    async def _fetch_pending(self, recorder: Recorder, hosts: set[str] | None = None) -> int:
-        """Fetch every pending resource, and every failed one whose retry time has come, in
-        commits of at most ``commit_every``.
-
-        A commit's resources go into one WARC file (no rotation inside), so after a crash
-        every group the state does not know of is in the open file, where the reconcile step
-        finds it. The resources are read from the state in pages: memory stays flat. With
-        ``hosts``, only theirs; returns how many commits took any.
-        """
-        site = self.settings.site_url
-        due = Due(time.time(), self.settings.retry_delay)
-        remaining = self.state.count(site, ACTIVE, due=due)
-        todo = self.state.resources(site, ACTIVE, due=due)
-        if hosts is not None:  # a shared job: the hosts leased to this worker
-            todo = (r for r in todo if (urlsplit(r.url).hostname or "") in hosts)
-        rounds = 0
-        async with self._fetcher() as fetcher:
-            taken = True
-            while taken and not self._expired():
-                with recorder.writer.one_file(), self.state.batch():
-                    taken = await self._fetch_some(fetcher, recorder, todo, remaining)
-                rounds += taken
-        return rounds
-
-    async def _fetch_some(
-        self, fetcher: Fetcher, recorder: Recorder, todo: Iterator[Resource], total: int
-    ) -> bool:
-        """Fetch the next resources of ``todo`` concurrently, until ``commit_every`` were
-        taken, the WARC file is full or time is up; whether any was taken."""
-        taken, most = 0, self.settings.commit_every
-
-        def take() -> Resource | None:
-            nonlocal taken
-            if taken >= most or recorder.writer.full() or self._expired():
-                return None
-            res = next(todo, None)
-            taken += res is not None
-            return res
-
-        async def worker() -> None:
-            while (res := take()) is not None:
-                await self._fetch_one(fetcher, recorder, res)
-                done = self.summary.fetched + self.summary.unchanged + self.summary.failed
-                self.progress(self.summary, max(total - done, 0))
-
-        await asyncio.gather(*(worker() for _ in range(self.settings.concurrency)))
-        return taken > 0
-
-    async def _fetch_one(
-        self, fetcher: Fetcher, recorder: Recorder, res: Resource
-    ) -> tuple[HttpExchange, bool] | None:
-        """Fetch ``res`` and the redirects it leads to on its host; archive every hop in one
-        group; the state points at the listed URL's own response, the chain's first record.
-        Returns the last hop's exchange and whether it was unchanged, or None if it failed."""
-        await self.pacer.wait(res.url)
-        limit = fetcher.settings.max_redirects
-        try:
-            hops = await fetch_chain(fetcher, res.url, conditional_headers(res), limit=limit)
-        except FetchError as exc:
-            self._fail(res, str(exc), getattr(exc, "status", None))
-            return None
-        result = hops[-1]
-        if result.status in GONE or result.status >= 400:
-            where = f" at {result.url}" if len(hops) > 1 else ""
-            self._fail(res, f"HTTP {result.status} {result.reason}{where}", result.status)
-            return None
-        capture, unchanged = recorder.fetched(res, hops[0], followed=hops[1:])
-        try:
-            self._acknowledge(res.url)
-        except LeaseLost as exc:  # its host's new holder archives it
-            log.warning("%s: %s", res.url, exc)
-            return None
-        self.state.mark_archived(res.url, capture, None)
-        self._check_stable(res, result)
-        self.summary.bytes += sum(len(hop.body) for hop in hops)
-        if unchanged:
-            self.summary.unchanged += 1
-        else:
-            self.summary.fetched += 1
-        return result, unchanged
-
-    def _acknowledge(self, url: str) -> None:
-        if self.shared is not None:
-            self.shared.acknowledge(urlsplit(url).hostname or "", url)
-
-    def _check_stable(self, res: Resource, result: HttpExchange) -> None:
-        """Record a resource that changed while, or since, it was listed and fetched.
-
-        A body cut short of its Content-Length (``disconnect``) is fetched again next run; a
-        Last-Modified after the list began means a newer version than the one listed was
-        captured, which the next incremental list names again.
-        """
-        if result.truncated == "disconnect":
-            self._fail(
-                res, "the body ended before its Content-Length (changed mid-transfer?)", None
-            )
-            return
-        modified = http_time(result.header("Last-Modified"))
-        if (
-            modified is not None
-            and self._list_started is not None
-            and modified > self._list_started
-        ):
-            note = "changed after it was listed: the capture may be newer than the listed version"
-            log.warning("%s: %s", res.url, note)
-            self.state.note(res.url, note)
-            self.summary.changed_during += 1
-
-    def _fail(self, res: Resource, error: str, status: int | None) -> None:
-        """One more failed attempt: retried by a later run after a back-off that doubles
-        with each attempt, abandoned (until a newer version is listed) after the last."""
-        attempt = res.attempts + 1
-        if attempt >= self.settings.max_attempts:
-            log.warning("%s: %s (attempt %d, the last: abandoned)", res.url, error, attempt)
-            self.state.abandon(res.url, error, status)
-        else:
-            wait = self.settings.retry_delay * 2 ** (attempt - 1)
-            log.warning("%s: %s (attempt %d; retried after %.0f s)", res.url, error, attempt, wait)
-            self.state.mark_failed(res.url, error, status)
-        self.summary.failed += 1
-        self.summary.errors.append(f"{res.url}: {error}")
 
     def _index(self) -> None:
         """Add the WARC files the index does not cover yet (this run's, or a crashed run's);

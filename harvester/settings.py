@@ -36,6 +36,7 @@ class HarvestSettings:
     oai_strategy: str = "get"  # get | didl
     concurrency: int = 16
     per_host: int = 8
+    fetch_processes: int = 0  # processes fetching a listed site; 0: a core each from 2,000 on
     delay: float = 0.0  # seconds between requests to one host
     max_time: float | None = None
     max_size: int = 100 * 1024 * 1024  # a resource is truncated past it
@@ -190,6 +191,8 @@ def _check(values: Mapping[str, Any]) -> None:
         if url is not None:
             _check_url(name, url)
     _check_workers(values)
+    if int(values.get("fetch_processes", 0)) < 0:
+        raise ValueError("fetch_processes must be 0 (one a core) or more")
     if values.get("state") is not None:
         try:
             check_state_url(values["state"])

@@ -207,10 +207,11 @@ def kill_while_writing(argv: list[str], warcs: Path, pause: float) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["get", "didl"])
+@pytest.mark.parametrize(("strategy", "processes"), [("get", "1"), ("didl", "1"), ("get", "3")])
 def test_sigkill_at_any_moment_then_rerun_finishes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strategy: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strategy: str, processes: str
 ) -> None:
+    """With several fetching processes, the SIGKILL of the first takes the others with it."""
     site = make_site(tmp_path / "www", pages=300, seed=9)
     out = tmp_path / "out"
     cmd = [
@@ -226,6 +227,8 @@ def test_sigkill_at_any_moment_then_rerun_finishes(
         "4",
         "--oai-strategy",
         strategy,
+        "--fetch-processes",
+        processes,
     ]
     # Both strategies mark many resources archived with one commit (a page of records, or up
     # to commit_every fetches), each commit's groups in one file: rotate often, so that kills

@@ -24,6 +24,7 @@ The writer is not thread-safe: call it from one thread.
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import logging
 import os
@@ -152,6 +153,14 @@ class RotatingWARCWriter(RecordFactory, Component):
             raise ArchiveError(f"cannot create {self.directory}: {exc}") from exc
         repair_open_files(self.directory)
         self._is_open = True
+
+    def sibling(self) -> RotatingWARCWriter:
+        """A writer of the same folder, names, limits, records and index, for another
+        process (a fork): open already, with no file of its own yet (its names carry its
+        own pid) and no repair, which this writer's :meth:`open` did."""
+        twin = copy.copy(self)
+        twin._file, twin._held, twin._serial = None, 0, 0
+        return twin
 
     def close(self) -> None:
         """Finish the current file: fsync it and drop its ``.open`` suffix."""

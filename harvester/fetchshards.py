@@ -1,0 +1,259 @@
+"""The listed path's fetch step over several processes (``fetch_processes``; step 5 of
+docs/architecture.md): one Python process archives a file in about a millisecond of CPU,
+so on a fast provider it, not the provider, sets the pace; N processes use N cores.
+
+After the list, the run forks N - 1 children, and each of the N processes fetches the
+resources whose URL falls in its :class:`~harvester.listedfetch.Shard`, with its share of
+the connections (``concurrency`` and ``per_host`` divided among them, so the provider sees
+no more than with one), its own WARC files (a writer's names carry its pid) and its own
+connection to the state, where it commits its marks in short transactions. No connection to
+the state crosses the fork: the parent closes its own before forking and opens it again.
+
+Each process keeps the crash rules of one: a group reaches its WARC file before the commit
+that marks it, and a commit's groups share one file, so after a kill of any of them the next
+run's repair and reconcile find every group the state missed. A child dies with its parent
+(``PR_SET_PDEATHSIG``). The parent, its own share done, waits for the children, adds their
+counts to the run's summary and shows their progress with its own; a child that ended in an
+error or by a signal fails the run (:class:`~harvester.exceptions.FetchProcessError`) once the
+others are done: what it did not fetch stays pending for the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import math
+import mmap
+import os
+import select
+import signal
+import struct
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import NoReturn
+
+from harvester.archive.recorder import Recorder
+from harvester.exceptions import FetchProcessError
+from harvester.listedfetch import ListedFetch, Shard
+from harvester.storage import open_state
+from harvester.summary import Progress, Summary
+
+log = logging.getLogger(__name__)
+
+AUTO_MIN = 2000  # resources below which one process fetches, unless told otherwise
+AUTO_MAX = 4  # processes the default uses at most, one a core
+_SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the progress
+_MERGED = ("fetched", "unchanged", "failed", "bytes", "changed_during")
+
+
+def process_count(wanted: int, remaining: int, *, shared: bool, delay: float) -> int:
+    """How many processes fetch ``remaining`` resources: ``wanted`` when given (> 0), else
+    one a core (at most ``AUTO_MAX``) from ``AUTO_MIN`` resources on; always one for a job
+    shared over a database (its workers split it by host) or with a ``--delay`` (the pause
+    between requests to a host must hold across them), and never more than there are
+    resources.
+
+    >>> process_count(0, 100, shared=False, delay=0)
+    1
+    >>> process_count(3, 100, shared=False, delay=0)
+    3
+    >>> process_count(3, 100, shared=False, delay=0.5)
+    1
+    """
+    if shared or delay > 0 or remaining < 2:
+        return 1
+    if wanted <= 0:
+        wanted = min(os.cpu_count() or 1, AUTO_MAX) if remaining >= AUTO_MIN else 1
+    return max(1, min(wanted, remaining))
+
+
+def fetch_in_processes(fetch: ListedFetch, count: int) -> None:
+    """Fetch every due resource of ``fetch`` over ``count`` processes (this one included);
+    with one, in this process alone."""
+    if count == 1:
+        asyncio.run(fetch.pending())
+        return
+    total = fetch.remaining()
+    counters = mmap.mmap(-1, _SLOT.size * count)
+    fetch.state.close()
+    children = [_fork(fetch, Shard(i, count), total, counters) for i in range(1, count)]
+    fetch.state.open()
+    mine = replace(_share(fetch, count), progress=_with_children(fetch.progress, counters, count))
+    summary = fetch.summary
+
+    def show() -> None:
+        done = summary.fetched + summary.unchanged + summary.failed
+        mine.progress(summary, max(total - done, 0))
+
+    try:
+        asyncio.run(mine.pending(shard=Shard(0, count), total=total))
+    except BaseException:
+        for child in children:
+            child.stop()
+        raise
+    finally:
+        ended = [child.wait(show) for child in children]
+    _merge(summary, ended)
+
+
+def _share(fetch: ListedFetch, count: int) -> ListedFetch:
+    """``fetch`` with its connections divided among ``count`` processes."""
+    settings = fetch.settings
+    concurrency = math.ceil(settings.concurrency / count)
+    per_host = math.ceil(settings.per_host / count)
+    return replace(
+        fetch,
+        settings=replace(settings, concurrency=concurrency, per_host=per_host),
+        fetch_settings=replace(
+            fetch.fetch_settings, total_connections=concurrency, per_host=per_host
+        ),
+    )
+
+
+@dataclass
+class _Child:
+    pid: int
+    pipe: int  # read end: the child's summary, as JSON, then EOF
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGTERM)
+
+    def wait(self, progress: Callable[[], None]) -> tuple[str, dict[str, object]]:
+        """Read the child's report to its end, then reap it; (how it ended, its report)."""
+        chunks = []
+        while True:
+            ready, _, _ = select.select([self.pipe], [], [], 0.5)
+            if not ready:
+                progress()
+                continue
+            chunk = os.read(self.pipe, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(self.pipe)
+        _, status = os.waitpid(self.pid, 0)
+        try:
+            report = json.loads(b"".join(chunks) or b"{}")
+        except ValueError:
+            report = {}
+        if os.WIFSIGNALED(status):
+            return f"ended by signal {os.WTERMSIG(status)}", report
+        if os.waitstatus_to_exitcode(status) == 0 and "error" not in report:
+            return "", report
+        return f"failed: {report.get('error', 'exit status ' + str(status >> 8))}", report
+
+
+def _fork(fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap) -> _Child:
+    read_end, write_end = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        _child(fetch, shard, total, counters, write_end, parent)
+    os.close(write_end)
+    return _Child(pid, read_end)
+
+
+def _child(
+    fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap, out: int, parent: int
+) -> NoReturn:
+    """A child's whole life: its share fetched, its report written, then ``_exit``; it never
+    returns into the parent's stack (nor runs its finalisers, which would flush the parent's
+    buffers a second time). It writes to the standard streams directly, not through a
+    progress bar's (rich's) redirection, whose lock a thread of the parent may have held."""
+    code, report = 1, {}
+    try:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _die_with_parent(parent)
+        report = _fetch_share(fetch, shard, total, counters)
+        code = 0
+    except BaseException as exc:
+        report = {"error": str(exc) or type(exc).__name__}
+        log.error("fetching process %d: %s", os.getpid(), report["error"])
+    finally:
+        try:
+            os.write(out, json.dumps(report).encode())
+        finally:
+            os._exit(code)
+
+
+def _fetch_share(
+    fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap
+) -> dict[str, object]:
+    writer = fetch.recorder.writer.sibling()
+    recorder = Recorder(writer, strategy=fetch.recorder.strategy, endpoint=fetch.recorder.endpoint)
+    summary = Summary()
+    at = _SLOT.size * shard.index
+
+    def done(count: int) -> None:
+        _SLOT.pack_into(counters, at, count, summary.bytes)
+
+    with open_state(fetch.settings.state_url) as state:
+        mine = replace(
+            _share(fetch, shard.count),
+            state=state,
+            summary=summary,
+            recorder=recorder,
+            progress=lambda summary, remaining: None,
+            done=done,
+        )
+        try:
+            asyncio.run(mine.pending(shard=shard, total=total))
+        finally:
+            writer.close()
+    report: dict[str, object] = {name: getattr(summary, name) for name in _MERGED}
+    report["errors"] = summary.errors
+    return report
+
+
+def _with_children(shown: Progress, counters: mmap.mmap, count: int) -> Progress:
+    """``shown`` given this process's counts with the children's added."""
+
+    def progress(summary: Summary, remaining: int) -> None:
+        done = bytes_ = 0
+        for index in range(1, count):
+            finished, sent = _SLOT.unpack_from(counters, _SLOT.size * index)
+            done, bytes_ = done + finished, bytes_ + sent
+        seen = replace(summary, fetched=summary.fetched + done, bytes=summary.bytes + bytes_)
+        shown(seen, max(remaining - done, 0))
+
+    return progress
+
+
+def _merge(summary: Summary, ended: list[tuple[str, dict[str, object]]]) -> None:
+    """Add the children's counts to ``summary``; raise if any child did not finish."""
+    failures = []
+    for how, report in ended:
+        for name in _MERGED:
+            value = report.get(name, 0)
+            setattr(
+                summary, name, getattr(summary, name) + (value if isinstance(value, int) else 0)
+            )
+        errors = report.get("errors")
+        if isinstance(errors, list):
+            summary.errors.extend(str(e) for e in errors)
+        if how:
+            failures.append(how)
+    if failures:
+        raise FetchProcessError(
+            f"a fetching process {failures[0]}; what it did not archive stays pending:"
+            " run the same command again to finish"
+        )
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when ``parent`` dies (elsewhere, nothing)."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the call
+        os._exit(1)

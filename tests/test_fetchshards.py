@@ -1,0 +1,160 @@
+"""The listed path fetched by several processes (``--fetch-processes``), over real sockets:
+every public file archived once, in WARC files of each process, and a killed process fails
+the run without losing anything."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harvester.archive.cdx import CdxIndex
+from harvester.archive.repair import verify_warc
+from tests.conftest import start_provider
+from tests.servers import RunningServer
+from tests.sites import Manifest, make_site
+from tests.test_harvest import records, url_of
+
+PID = re.compile(r"-(\d+)\.warc\.gz$")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Manifest, RunningServer]]:
+    root = tmp_path_factory.mktemp("shards")
+    site = make_site(root / "www", pages=150, seed=21)
+    with start_provider(site.root, root / "index.sqlite", page_size=50) as server:
+        yield site, server
+
+
+def run(
+    server: RunningServer, out: Path, *flags: str, program: tuple[str, ...] = ("harvester.cli",)
+) -> tuple[int, dict[str, object], str]:
+    """(exit code, the JSON summary or {}, stderr) of one harvest of ``server`` into ``out``."""
+    argv = [sys.executable, "-m", *program, "harvest", server.url, "--out", str(out)]
+    argv += ["--quiet", "--json", *flags]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240)
+    lines = done.stdout.strip().splitlines()
+    summary = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
+    return done.returncode, summary, done.stderr
+
+
+def writers(out: Path) -> set[str]:
+    """The pids in the collection's WARC file names: one per process that wrote any."""
+    return {m.group(1) for p in (out / "warcs").iterdir() if (m := PID.search(p.name))}
+
+
+def assert_archived_once(out: Path, server: RunningServer, site: Manifest) -> None:
+    """Each public file has exactly one response record; every WARC file is whole and
+    closed; the CDXJ index finds every file."""
+    endpoint = f"{server.url}/oai?"
+    responses = Counter(
+        h["WARC-Target-URI"]
+        for t, h, _c in records(out)
+        if t == "response" and not h["WARC-Target-URI"].startswith(endpoint)
+    )
+    expected = {url_of(server, p) for p in site.public}
+    assert set(responses) == expected, "no holes"
+    assert max(responses.values()) == 1, "no duplicate response records"
+    for path in (out / "warcs").iterdir():
+        assert path.name.endswith(".warc.gz"), f"left over: {path.name}"
+        assert verify_warc(path) > 0
+    index = CdxIndex(out / "indexes" / "index.cdxj")
+    assert all(index.lookup(url) for url in expected)
+
+
+def test_two_processes_archive_every_file_once(
+    served: tuple[Manifest, RunningServer], tmp_path: Path
+) -> None:
+    site, server = served
+    out = tmp_path / "out"
+    code, summary, err = run(server, out, "--fetch-processes", "2")
+    assert (code, err) == (0, "")
+    assert summary["fetched"] == summary["listed"] == len(site.public)
+    assert summary["coverage"] == 1.0 and summary["failed"] == 0
+    assert summary["bytes"] == sum((site.root / p).stat().st_size for p in site.public)
+    assert len(writers(out)) == 2, "both processes wrote their share"
+    assert_archived_once(out, server, site)
+    again = run(server, out, "--fetch-processes", "2")
+    assert again[0] == 0 and again[1]["fetched"] == again[1]["unchanged"] == 0
+
+
+def test_a_small_site_is_fetched_by_one_process_by_default(
+    served: tuple[Manifest, RunningServer], tmp_path: Path
+) -> None:
+    site, server = served
+    code, summary, _err = run(server, tmp_path / "out")
+    assert code == 0 and summary["fetched"] == len(site.public)
+    assert len(writers(tmp_path / "out")) == 1
+
+
+def test_a_killed_fetching_process_fails_the_run_and_the_rerun_finishes(
+    served: tuple[Manifest, RunningServer], tmp_path: Path
+) -> None:
+    site, server = served
+    out = tmp_path / "out"
+    killer = ("tests.killed_fetcher", "20")
+    code, summary, err = run(server, out, "--fetch-processes", "3", program=killer)
+    assert code == 1 and summary == {}
+    assert err.count("\n") == 1, err
+    assert err.startswith("harvester: a fetching process ended by signal 9;"), err
+    assert "run the same command again" in err
+    assert list((out / "warcs").glob("*.open")), "the killed processes' files are left open"
+    code, summary, err = run(server, out)
+    assert code == 0
+    assert [line for line in err.splitlines() if "repaired" not in line] == []
+    assert summary["coverage"] == 1.0
+    assert 0 < summary["fetched"] < len(site.public), "only what the killed ones left"
+    assert_archived_once(out, server, site)
+
+
+def children_of(pid: int) -> set[int]:
+    """The live processes whose parent is ``pid`` (Linux /proc)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_the_fetching_processes_die_with_the_first(
+    served: tuple[Manifest, RunningServer], tmp_path: Path
+) -> None:
+    site, server = served
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "tests.killed_fetcher", "slow", "harvest", server.url]
+    argv += ["--out", str(out), "--quiet", "--fetch-processes", "3", "--concurrency", "3"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    forked: set[int] = set()
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and len(forked) < 2 and time.monotonic() < deadline:
+        forked = children_of(proc.pid)
+        time.sleep(0.005)
+    proc.kill()
+    proc.wait()
+    assert len(forked) == 2, "caught the run while its two children fetched"
+    gone_by = time.monotonic() + 1  # their shares would take them 2.5 s more
+    while any(alive(pid) for pid in forked) and time.monotonic() < gone_by:
+        time.sleep(0.01)
+    assert not any(alive(pid) for pid in forked), "a child outlived the SIGKILLed first process"
+    code, summary, _err = run(server, out)
+    assert code == 0 and summary["coverage"] == 1.0
+    assert_archived_once(out, server, site)
