@@ -171,6 +171,7 @@ def _child(
     code, report = 1, {}
     try:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        signal.set_wakeup_fd(-1)  # an event loop's of the parent (``watch``) is not ours
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         _die_with_parent(parent)
