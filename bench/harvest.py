@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote_to_bytes, urlsplit
 
@@ -160,11 +160,15 @@ class Options:
     per_host: int
 
 
-def ours(provider: Provider, out: Path, opts: Options, strategy: str = "get") -> Child:
-    """One ``harvester harvest`` run: initial on a new folder, incremental on a used one."""
+def ours(
+    provider: Provider, out: Path, opts: Options, strategy: str = "get", processes: int = 0
+) -> Child:
+    """One ``harvester harvest`` run: initial on a new folder, incremental on a used one;
+    ``processes`` fetching processes (0: the default)."""
     argv = [sys.executable, "-m", "harvester.cli", "harvest", provider.url, "--out", str(out),
             "--quiet", "--json", "--concurrency", str(opts.concurrency),
-            "--per-host", str(opts.per_host), "--oai-strategy", strategy]  # fmt: skip
+            "--per-host", str(opts.per_host), "--oai-strategy", strategy,
+            "--fetch-processes", str(processes)]  # fmt: skip
     return measured(argv, f"{out.name}-{'incremental' if out.exists() else 'initial'}")
 
 
@@ -296,6 +300,7 @@ class Initial:
     ours_found: frozenset[str]
     didl_found: frozenset[str]
     wget_found: frozenset[str]
+    single: list[Child] = field(default_factory=list)  # get in one process, into single-<run>
 
     def rates(self) -> tuple[float, float]:
         """Median pages/s: files archived over wall seconds (ours with ``get``, wget)."""
@@ -314,6 +319,7 @@ def initial(provider: Provider, opts: Options) -> Initial:
     got = Initial([], [], [], frozenset(), frozenset(), frozenset())
     for run in range(1, opts.runs + 1):
         got.ours.append(ours(provider, OUT / f"ours-{run}", opts))
+        got.single.append(ours(provider, OUT / f"single-{run}", opts, processes=1))
         got.didl.append(ours(provider, OUT / f"didl-{run}", opts, "didl"))
         got.wget.append(wget_warc(provider, OUT / f"wget-{run}"))
     got.ours_found = read_warcs(ours_warcs(OUT / "ours-1")).responses
@@ -497,6 +503,8 @@ def _initial_rows(first: Initial, manifest: Manifest) -> list[list[object]]:
     return [
         _row(f"initial harvest of {files:,} files, pages/s (ratio ours / wget)", ours_rate,
              wget_rate, ratio, f">= {TARGET_RATE:g}x", ratio >= TARGET_RATE),
+        _row("the same in one fetching process (--fetch-processes 1), pages/s (ratio ours / wget)",
+             _rate(first.single), wget_rate, _rate(first.single) / wget_rate),
         _row("the same with --oai-strategy didl, pages/s (ratio ours / wget)",
              first.didl_rate(), wget_rate, didl_ratio, f">= {TARGET_RATE:g}x",
              didl_ratio >= TARGET_RATE),
@@ -563,6 +571,7 @@ def _figures(
         "pages_per_s": round(ours_rate, 1),
         "wget_pages_per_s": round(wget_rate, 1),
         "ratio": round(ours_rate / wget_rate, 2),
+        "single_pages_per_s": round(_rate(first.single), 1),
         "didl_pages_per_s": round(first.didl_rate(), 1),
         "didl_ratio": round(first.didl_rate() / wget_rate, 2),
         "coverage": round(coverage(first.ours_found, manifest), 4),
