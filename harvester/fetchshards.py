@@ -79,17 +79,21 @@ def fetch_in_processes(fetch: ListedFetch, count: int) -> None:
         return
     total = fetch.remaining()
     counters = mmap.mmap(-1, _SLOT.size * count)
-    fetch.state.close()
-    children = [_fork(fetch, Shard(i, count), total, counters) for i in range(1, count)]
-    fetch.state.open()
     mine = replace(_share(fetch, count), progress=_with_children(fetch.progress, counters, count))
     summary = fetch.summary
+    children: list[_Child] = []
 
     def show() -> None:
         done = summary.fetched + summary.unchanged + summary.failed
         mine.progress(summary, max(total - done, 0))
 
     try:
+        fetch.state.close()
+        try:
+            for index in range(1, count):  # an OSError (no more processes) ends the run
+                children.append(_fork(fetch, Shard(index, count), total, counters))
+        finally:
+            fetch.state.open()
         asyncio.run(mine.pending(shard=Shard(0, count), total=total))
     except BaseException:
         for child in children:
@@ -141,11 +145,12 @@ class _Child:
             report = json.loads(b"".join(chunks) or b"{}")
         except ValueError:
             report = {}
-        if os.WIFSIGNALED(status):
-            return f"ended by signal {os.WTERMSIG(status)}", report
-        if os.waitstatus_to_exitcode(status) == 0 and "error" not in report:
+        code = os.waitstatus_to_exitcode(status)
+        if code < 0:
+            return f"ended by signal {-code}", report
+        if code == 0 and "error" not in report:
             return "", report
-        return f"failed: {report.get('error', 'exit status ' + str(status >> 8))}", report
+        return f"failed: {report.get('error', f'exit status {code}')}", report
 
 
 def _fork(fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap) -> _Child:
