@@ -183,8 +183,7 @@ def _child(
         report = _fetch_share(fetch, shard, total, counters)
         code = 0
     except BaseException as exc:
-        report = {"error": str(exc) or type(exc).__name__}
-        log.error("fetching process %d: %s", os.getpid(), report["error"])
+        report = {"error": str(exc) or type(exc).__name__}  # the parent's error line says it
     finally:
         try:
             os.write(out, json.dumps(report).encode())

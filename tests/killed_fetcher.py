@@ -5,7 +5,8 @@ take their time.
 process forked to fetch a share of the list kills itself (SIGKILL: no cleanup, no flush) right
 after its N-th WARC group reached the disk, before the commit that marks it. The first
 process, which listed the site, is never killed: it must notice, finish its own share and
-fail the run. With ``slow`` for N, a forked process pauses 50 ms after each group instead.
+fail the run. With ``slow`` for N, a forked process pauses 50 ms after each group instead;
+with ``fail``, its first group raises an ArchiveError (as a full disk would).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from harvester.archive.recorder import Recorder
 from harvester.cli import main
+from harvester.exceptions import ArchiveError
 
 
 def kill_forked_after(groups: int) -> None:
@@ -50,9 +52,24 @@ def slow_forked() -> None:
     Recorder.fetched = fetched_slowly  # type: ignore[method-assign]
 
 
+def failing_forked() -> None:
+    """Make every :meth:`Recorder.fetched` of a forked process fail."""
+    first = os.getpid()
+    fetched = Recorder.fetched
+
+    def fetched_or_fail(self: Recorder, *args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != first:
+            raise ArchiveError("cannot write /full/disk.warc.gz: No space left on device")
+        return fetched(self, *args, **kwargs)
+
+    Recorder.fetched = fetched_or_fail  # type: ignore[method-assign]
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "slow":
         slow_forked()
+    elif sys.argv[1] == "fail":
+        failing_forked()
     else:
         kill_forked_after(int(sys.argv[1]))
     sys.exit(main(sys.argv[2:]))

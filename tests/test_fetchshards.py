@@ -114,6 +114,24 @@ def test_a_killed_fetching_process_fails_the_run_and_the_rerun_finishes(
     assert_archived_once(out, server, site)
 
 
+def test_a_fetching_process_s_error_is_the_run_s_one_line(
+    served: tuple[Manifest, RunningServer], tmp_path: Path
+) -> None:
+    site, server = served
+    out = tmp_path / "out"
+    failing = ("tests.killed_fetcher", "fail")
+    code, summary, err = run(server, out, "--fetch-processes", "2", program=failing)
+    assert (code, summary) == (1, {})
+    assert err == (
+        "harvester: a fetching process failed: cannot write /full/disk.warc.gz: No space left"
+        " on device; what it did not archive stays pending: run the same command again to"
+        " finish\n"
+    )
+    code, summary, _err = run(server, out)
+    assert code == 0 and 0 < summary["fetched"] < len(site.public)
+    assert_archived_once(out, server, site)
+
+
 def children_of(pid: int) -> set[int]:
     """The live processes whose parent is ``pid`` (Linux /proc)."""
     found = set()
