@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import ctypes
 import json
-import logging
 import math
 import mmap
 import os
@@ -42,7 +41,6 @@ from harvester.listedfetch import ListedFetch, Shard
 from harvester.storage import open_state
 from harvester.summary import Progress, Summary
 
-log = logging.getLogger(__name__)
 
 AUTO_MIN = 2000  # resources below which one process fetches, unless told otherwise
 AUTO_MAX = 4  # processes the default uses at most, one a core
