@@ -41,7 +41,6 @@ from harvester.listedfetch import ListedFetch, Shard
 from harvester.storage import open_state
 from harvester.summary import Progress, Summary
 
-
 AUTO_MIN = 2000  # resources below which one process fetches, unless told otherwise
 AUTO_MAX = 4  # processes the default uses at most, one a core
 _SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the progress
