@@ -1,9 +1,16 @@
-"""Child process: the harvester CLI, SIGKILLed at a precise point of a crawl.
+"""Child process: the harvester CLI, SIGKILLed (or slowed, or failing) at a precise point.
 
 ``python -m tests.killed_harvester N harvest URL ...`` runs ``harvester harvest URL ...`` and
-kills itself (SIGKILL: no cleanup, no flush) right after the N-th crawled page's WARC group
-reached the disk, before the state transaction that records the page and queues its links.
-That is the narrowest window a crash can hit: the archive knows the page, the state does not.
+kills itself (SIGKILL: no cleanup, no flush) right after the N-th resource's WARC group
+reached the disk, before the state transaction that records it (for a crawl, before the
+page's links are queued). That is the narrowest window a crash can hit: the archive knows the
+resource, the state does not.
+
+The other first arguments act in the processes the run forks to fetch a share of a list
+(``--fetch-processes``) and never in the first one, which must notice and fail the run:
+``forked:N`` kills such a process after its N-th group; ``forked:slow`` makes each of its
+groups take 50 ms more; ``forked:fail`` makes its first group raise an ArchiveError, as a
+full disk would.
 """
 
 from __future__ import annotations
@@ -11,28 +18,53 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from harvester.archive.recorder import Recorder
 from harvester.cli import main
+from harvester.exceptions import ArchiveError
 
 
-def kill_after(groups: int) -> None:
-    """Make the ``groups``-th :meth:`Recorder.fetched` the process's last act."""
+def on_fetched(act: Callable[[int], None], *, forked_only: bool, before: bool = False) -> None:
+    """Call ``act(n)`` just after (or ``before``) the n-th :meth:`Recorder.fetched` of this
+    process; with ``forked_only``, only in a process forked from this one."""
+    first = os.getpid()
     fetched = Recorder.fetched
-    written = 0
+    calls = 0
 
-    def fetched_then_die(self: Recorder, *args: Any, **kwargs: Any) -> Any:
-        nonlocal written
+    def fetched_and_act(self: Recorder, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        acting = not forked_only or os.getpid() != first
+        calls += acting
+        if acting and before:
+            act(calls)
         result = fetched(self, *args, **kwargs)
-        written += 1
-        if written >= groups:
-            os.kill(os.getpid(), signal.SIGKILL)
+        if acting and not before:
+            act(calls)
         return result
 
-    Recorder.fetched = fetched_then_die  # type: ignore[method-assign]
+    Recorder.fetched = fetched_and_act  # type: ignore[method-assign]
+
+
+def die_at(groups: int) -> Callable[[int], None]:
+    def die(count: int) -> None:
+        if count >= groups:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return die
+
+
+def fail(_count: int) -> None:
+    raise ArchiveError("cannot write /full/disk.warc.gz: No space left on device")
+
+
+def actor(how: str) -> Callable[[int], None]:
+    return {"slow": lambda _n: time.sleep(0.05), "fail": fail}.get(how) or die_at(int(how))
 
 
 if __name__ == "__main__":
-    kill_after(int(sys.argv[1]))
+    where, _, how = sys.argv[1].rpartition(":")
+    on_fetched(actor(how), forked_only=where == "forked", before=how in ("slow", "fail"))
     sys.exit(main(sys.argv[2:]))

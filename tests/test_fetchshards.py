@@ -99,7 +99,7 @@ def test_a_killed_fetching_process_fails_the_run_and_the_rerun_finishes(
 ) -> None:
     site, server = served
     out = tmp_path / "out"
-    killer = ("tests.killed_fetcher", "20")
+    killer = ("tests.killed_harvester", "forked:20")
     code, summary, err = run(server, out, "--fetch-processes", "3", program=killer)
     assert code == 1 and summary == {}
     assert err.count("\n") == 1, err
@@ -119,7 +119,7 @@ def test_a_fetching_process_s_error_is_the_run_s_one_line(
 ) -> None:
     site, server = served
     out = tmp_path / "out"
-    failing = ("tests.killed_fetcher", "fail")
+    failing = ("tests.killed_harvester", "forked:fail")
     code, summary, err = run(server, out, "--fetch-processes", "2", program=failing)
     assert (code, summary) == (1, {})
     assert err == (
@@ -158,7 +158,7 @@ def test_the_fetching_processes_die_with_the_first(
 ) -> None:
     site, server = served
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "tests.killed_fetcher", "slow", "harvest", server.url]
+    argv = [sys.executable, "-m", "tests.killed_harvester", "forked:slow", "harvest", server.url]
     argv += ["--out", str(out), "--quiet", "--fetch-processes", "3", "--concurrency", "3"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     forked: set[int] = set()
