@@ -47,34 +47,35 @@ _SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the pro
 _MERGED = ("fetched", "unchanged", "failed", "bytes", "changed_during")
 
 
-def process_count(wanted: int, remaining: int, *, shared: bool, delay: float) -> int:
+def process_count(wanted: int, remaining: int, delay: float) -> int:
     """How many processes fetch ``remaining`` resources: ``wanted`` when given (> 0), else
-    one a core (at most ``AUTO_MAX``) from ``AUTO_MIN`` resources on; always one for a job
-    shared over a database (its workers split it by host) or with a ``--delay`` (the pause
-    between requests to a host must hold across them), and never more than there are
-    resources.
+    one a core (at most ``AUTO_MAX``) from ``AUTO_MIN`` resources on; always one with a
+    ``--delay`` (the pause between requests to a host must hold across them), and never more
+    than there are resources. (A job shared over a database never comes here: its workers
+    split it by host.)
 
-    >>> process_count(0, 100, shared=False, delay=0)
+    >>> process_count(0, 100, delay=0)
     1
-    >>> process_count(3, 100, shared=False, delay=0)
+    >>> process_count(3, 100, delay=0)
     3
-    >>> process_count(3, 100, shared=False, delay=0.5)
+    >>> process_count(3, 100, delay=0.5)
     1
     """
-    if shared or delay > 0 or remaining < 2:
+    if delay > 0 or remaining < 2:
         return 1
     if wanted <= 0:
         wanted = min(os.cpu_count() or 1, AUTO_MAX) if remaining >= AUTO_MIN else 1
     return max(1, min(wanted, remaining))
 
 
-def fetch_in_processes(fetch: ListedFetch, count: int) -> None:
-    """Fetch every due resource of ``fetch`` over ``count`` processes (this one included);
-    with one, in this process alone."""
-    if count == 1:
-        asyncio.run(fetch.pending())
-        return
+def fetch_in_processes(fetch: ListedFetch, wanted: int) -> None:
+    """Fetch every due resource of ``fetch`` over as many processes as
+    :func:`process_count` says for ``wanted`` (this one included)."""
     total = fetch.remaining()
+    count = process_count(wanted, total, fetch.settings.delay)
+    if count == 1:
+        asyncio.run(fetch.pending(total=total))
+        return
     counters = mmap.mmap(-1, _SLOT.size * count)
     mine = replace(_share(fetch, count), progress=_with_children(fetch.progress, counters, count))
     summary = fetch.summary

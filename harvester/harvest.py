@@ -30,7 +30,7 @@ from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawlfactory import CrawlerFactory
 from harvester.discovery import discover, endpoint_url, records_mode, source_kind
 from harvester.exceptions import RecordsRepository
-from harvester.fetchshards import fetch_in_processes, process_count
+from harvester.fetchshards import fetch_in_processes
 from harvester.limits import FetchSettings
 from harvester.listedfetch import ListedFetch
 from harvester.listing import Lister
@@ -149,10 +149,7 @@ class Harvest:
             return
         list_complete = lister.run(self._expired)
         self._write_deletions(recorder)
-        fetch = self._listed_fetch(recorder, lister)
-        wanted, remaining = self.settings.fetch_processes, fetch.remaining()
-        count = process_count(wanted, remaining, shared=False, delay=self.settings.delay)
-        fetch_in_processes(fetch, count)
+        fetch_in_processes(self._listed_fetch(recorder, lister), self.settings.fetch_processes)
         if list_complete and not self._expired():
             lister.advance_from()
 
@@ -194,9 +191,9 @@ class Harvest:
             self.fetch_settings,
             self.pacer,
             self._expired,
-            self.progress,
-            self.shared,
-            parse_oai_datestamp(started).timestamp() if started else None,
+            progress=self.progress,
+            shared=self.shared,
+            list_started=parse_oai_datestamp(started).timestamp() if started else None,
         )
 
     def _harvest_shared(self, lister: Lister, recorder: Recorder, job: SharedJob) -> None:
