@@ -1,4 +1,4 @@
-"""The fetch step of the listed path (docs/architecture.md, step 5): every pending resource,
+"""The fetch step of the listed path (docs/architecture.md, step 7): every pending resource,
 and every failed one whose retry time has come, fetched concurrently and archived, in
 commits of ``commit_every``.
 

@@ -176,3 +176,12 @@ def test_the_fetching_processes_die_with_the_first(
     code, summary, _err = run(server, out)
     assert code == 0 and summary["coverage"] == 1.0
     assert_archived_once(out, server, site)
+
+
+def test_a_negative_process_count_is_a_usage_error(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "harvester.cli", "harvest", "http://127.0.0.1:9/"]
+    argv += ["--out", str(tmp_path / "out"), "--fetch-processes", "-1"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "fetch_processes must be 0 (one a core) or more" in done.stderr
+    assert not (tmp_path / "out").exists()
