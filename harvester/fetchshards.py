@@ -1,4 +1,4 @@
-"""The listed path's fetch step over several processes (``fetch_processes``; step 5 of
+"""The listed path's fetch step over several processes (``fetch_processes``; step 7 of
 docs/architecture.md): one Python process archives a file in about a millisecond of CPU,
 so on a fast provider it, not the provider, sets the pace; N processes use N cores.
 
