@@ -50,14 +50,16 @@ def writers(out: Path) -> set[str]:
     return {m.group(1) for p in (out / "warcs").iterdir() if (m := PID.search(p.name))}
 
 
-def assert_archived_once(out: Path, server: RunningServer, site: Manifest) -> None:
-    """Each public file has exactly one response record; every WARC file is whole and
+def assert_archived_once(
+    out: Path, server: RunningServer, site: Manifest, kinds: tuple[str, ...] = ("response",)
+) -> None:
+    """Each public file has exactly one record of ``kinds``; every WARC file is whole and
     closed; the CDXJ index finds every file."""
     endpoint = f"{server.url}/oai?"
     responses = Counter(
         h["WARC-Target-URI"]
         for t, h, _c in records(out)
-        if t == "response" and not h["WARC-Target-URI"].startswith(endpoint)
+        if t in kinds and not h["WARC-Target-URI"].startswith(endpoint)
     )
     expected = {url_of(server, p) for p in site.public}
     assert set(responses) == expected, "no holes"
@@ -185,3 +187,23 @@ def test_a_negative_process_count_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "fetch_processes must be 0 (one a core) or more" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_didl_lists_in_threads_then_fetches_the_larger_files_in_processes(
+    tmp_path: Path,
+) -> None:
+    """The ``didl`` list reads its pages in threads; the files above the provider's
+    ``inline_max`` are fetched after it, here by two processes, forked once those threads
+    are gone."""
+    site = make_site(tmp_path / "www", pages=80, seed=23)
+    with start_provider(
+        site.root, tmp_path / "index.sqlite", page_size=20, records_page_size=20, inline_max=600
+    ) as server:
+        out = tmp_path / "out"
+        code, summary, err = run(server, out, "--oai-strategy", "didl", "--fetch-processes", "2")
+        assert (code, err) == (0, "")
+        large = {p for p in site.public if (site.root / p).stat().st_size > 600}
+        assert 20 < len(large) < len(site.public), "some files carried, some fetched"
+        assert summary["fetched"] == len(site.public) and summary["coverage"] == 1.0
+        assert len(writers(out)) == 2, "the list's process, then it and one forked fetching"
+        assert_archived_once(out, server, site, kinds=("response", "resource"))
