@@ -30,6 +30,7 @@ class CarriedResource:
     body: bytes
     headers: list[tuple[str, str]] | None  # the provider's, for a 200 of this very body
     encoded: bytes  # the base64 text as the DIDL holds it
+    sha256: str  # of body, hex
 
 
 def carried_resource(didl: etree._Element) -> CarriedResource | None:
@@ -44,11 +45,12 @@ def carried_resource(didl: etree._Element) -> CarriedResource | None:
             log.warning("a DIDL carried undecodable base64; fetching by reference instead")
             return None
         expected = didl.findtext(f".//{PRES}digest[@algorithm='sha256']")
-        if expected and hashlib.sha256(body).hexdigest() != expected:
+        sha256 = hashlib.sha256(body).hexdigest()
+        if expected and sha256 != expected:
             log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
             return None
         mime = resource.get("mimeType") or "application/octet-stream"
-        return CarriedResource(mime, body, _http_headers(didl, len(body)), encoded)
+        return CarriedResource(mime, body, _http_headers(didl, len(body)), encoded, sha256)
     return None
 
 

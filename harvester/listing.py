@@ -200,7 +200,12 @@ class Lister:
             if carried is None or res is None or res.status != "pending":
                 continue  # by reference only: the fetch step GETs it
             capture = self.recorder.carried(
-                res, raw.header.identifier, carried.mime, carried.body, carried.headers
+                res,
+                raw.header.identifier,
+                carried.mime,
+                carried.body,
+                carried.headers,
+                sha256=carried.sha256,
             )
             self.state.mark_archived(res.url, capture, None)
             self.summary.fetched += 1

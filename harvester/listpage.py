@@ -31,13 +31,12 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from harvester.archive.capturegroup import (
     RESPONSE_TYPE,
-    Payload,
     Stamp,
     metadata,
     request,
     stored_fields,
 )
-from harvester.archive.recordbytes import Built, http_block, record_member
+from harvester.archive.recordbytes import Built, http_block, record_member, warc_digest
 from harvester.archive.recorder import Recorder
 from harvester.archive.warc import RecordLocation
 from harvester.elision import Carried, Elision, elide, rebuild
@@ -73,7 +72,7 @@ def _elided_group(
     made = stamp()
     fields = [("WARC-IP-Address", exchange.peer_ip)] if exchange.peer_ip else []
     fields += [("WARC-Profile", ELIDED_PROFILE),
-               ("WARC-Payload-Digest", Payload.of(exchange.body).warc_digest)]  # fmt: skip
+               ("WARC-Payload-Digest", warc_digest(exchange.body))]  # fmt: skip
     page = record_member(
         "revisit", made, exchange.url, fields, content_type=RESPONSE_TYPE, http=head + elided
     )
@@ -118,7 +117,7 @@ class ListPages:
             raise ValueError(f"no elided list page {record_id}")
         elided = self._payload(page.at)
         payload = rebuild(elided, self._elisions.get(record_id, []), self._body)
-        if Payload.of(payload).warc_digest != page.payload_digest:
+        if warc_digest(payload) != page.payload_digest:
             raise ValueError(f"{record_id} rebuilt to other bytes than those received")
         return payload
 

@@ -184,3 +184,61 @@ def test_sha1_in_base_32_as_base64_spells_it() -> None:
     for n in range(2000):
         digest = hashlib.sha1(n.to_bytes(4, "big")).digest()
         assert sha1_base32(digest) == base64.b32encode(digest).decode("ascii")
+
+
+# A resource carried by value in an oai_didl record (strategy didl): with the provider's headers
+# a response record, without them a resource record; each closed by its DIDL record.
+CARRIED = [
+    ("http://127.0.0.1/a.txt", "text/plain", b"carried text\n" * 50,
+     [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", "650"),
+      ("Last-Modified", "Tue, 30 Apr 2024 08:00:00 GMT"), ("ETag", '"a1"')]),
+    ("http://127.0.0.1/b.bin", "application/octet-stream", bytes(range(256)) * 400, None),
+    ("http://127.0.0.1/c.bin", "image/png", b"", []),
+    ("http://127.0.0.1/d.txt", "text/plain", b"caf\xc3\xa9", [("X-Name", "caf\xe9")]),
+    ("http://127.0.0.1/e.txt", "text/pl\xe4in", b"odd type", None),
+]  # fmt: skip
+
+
+def record_carried(directory: Path) -> tuple[list[Capture], list[str], Path]:
+    lines: list[str] = []
+    out = fixed_writer(directory, lines)
+    recorder = Recorder(out, strategy="oai-didl", endpoint="http://127.0.0.1/oai")
+    captures = [
+        recorder.carried(pending(url), url, mime, body, headers)
+        for url, mime, body, headers in CARRIED
+    ]
+    out.close()
+    (path,) = directory.glob("*.warc.gz")
+    return captures, lines, path
+
+
+def test_carried_records_built_by_hand_are_the_bytes_warcio_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = record_carried(tmp_path / "ours")
+    monkeypatch.setattr(capturegroup, "carried", lambda *args, **kwargs: None)
+    reference = record_carried(tmp_path / "warcio")
+    assert members(ours[2]) == members(reference[2])
+    assert len(members(ours[2])) == 1 + 2 * len(CARRIED)  # warcinfo first
+    kinds = [m.split(b"\r\n")[1] for m in members(ours[2])[1::2]]
+    assert kinds == [b"WARC-Type: " + t for t in (b"response", b"resource", b"resource",
+                                                     b"response", b"resource")]  # fmt: skip
+    lines_read_back(ours[2], ours[1])
+    named = [masked(c.encode(), ours[2].name) for c in ours[1]]
+    assert named == [masked(c.encode(), reference[2].name) for c in reference[1]]
+    assert [replace(c, warc_file="", warc_offset=0, warc_length=0) for c in ours[0]] == [
+        replace(c, warc_file="", warc_offset=0, warc_length=0) for c in reference[0]
+    ]
+    verify_warc(ours[2])
+
+
+def test_a_carried_record_with_a_head_or_type_not_ascii_is_left_to_warcio() -> None:
+    def built(mime: str, headers: list[tuple[str, str]] | None) -> bool:
+        made = capturegroup.carried(lambda: ("<urn:x>", "2024"), "http://h/d", mime, b"", headers,
+                                    "sha1:X")  # fmt: skip
+        return made is not None
+
+    assert not built("text/plain", [("X", "\xe9")])
+    assert not built("text/\xe4", None)
+    assert not built("text/a\r\nX: y", None)
+    assert built("text/plain", None) and built("text/plain", [("X", "y")])

@@ -32,6 +32,7 @@ __all__ = [
     "Payload",
     "Revisit",
     "Stamp",
+    "carried",
     "exchange_group",
     "group",
     "metadata",
@@ -69,11 +70,12 @@ class Payload:
     warc_digest: str  # as in WARC-Payload-Digest
 
     @classmethod
-    def of(cls, body: bytes) -> Payload:
+    def of(cls, body: bytes, sha256: str | None = None) -> Payload:
+        """``body``'s digests; its SHA-256 (hex) is taken as given when the caller has it."""
         sha1 = hashlib.sha1(body)
         return cls(
             sha1.hexdigest(),
-            hashlib.sha256(body).hexdigest(),
+            sha256 or hashlib.sha256(body).hexdigest(),
             "sha1:" + sha1_base32(sha1.digest()),
         )
 
@@ -128,6 +130,38 @@ def exchange_group(stamp: Stamp, exchange: HttpExchange) -> list[Built] | None:
         refers_to=content.record_id,
     )
     return [content, sent, note]
+
+
+def carried(
+    stamp: Stamp,
+    url: str,
+    mime: str,
+    body: bytes,
+    headers: Sequence[Field] | None,
+    payload_digest: str,
+) -> Built | None:
+    """The record of a resource carried by value in an ``oai_didl`` record, as
+    :meth:`~harvester.archive.recorder.Recorder.carried` makes it with warcio: with the
+    provider's ``headers``, a ``response`` of status ``HTTP/1.1 200 OK``; without, a
+    ``resource`` record of type ``mime``. None when a head or ``mime`` is not printable ASCII
+    (warcio's then)."""
+    if headers is None:
+        if not _printable(mime):
+            return None
+        made = stamp()
+        member = record_member("resource", made, url, [], content_type=mime, payload=body,
+                               payload_digest=payload_digest)  # fmt: skip
+        capture = CaptureFields(url, media_type(mime), None, payload_digest)
+        return Built(made[0], made[1], member, capture)
+    stored = [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP]
+    http = http_block("HTTP/1.1", "200 OK", stored)
+    if http is None:
+        return None
+    made = stamp()
+    member = record_member("response", made, url, [], content_type=RESPONSE_TYPE, http=http,
+                           payload=body, payload_digest=payload_digest)  # fmt: skip
+    capture = CaptureFields(url, media_type(_first(stored, "content-type")), "200", payload_digest)
+    return Built(made[0], made[1], member, capture)
 
 
 def outlink_fields(result: HttpExchange, outlinks: Sequence[str]) -> bytes:
@@ -233,6 +267,10 @@ def _response_head(exchange: HttpExchange, stored: Sequence[Field]) -> bytes | N
 def _present(*fields: tuple[str, str | None]) -> list[Field]:
     """The fields that have a value (an empty one included), as RecordFactory keeps them."""
     return [(name, value) for name, value in fields if value is not None]
+
+
+def _printable(value: str) -> bool:
+    return value.isascii() and value.isprintable()
 
 
 def _first(fields: Sequence[Field], name: str) -> str | None:

@@ -115,7 +115,7 @@ class Recorder:
         return _capture(locations[0], result, payload), seen is not None
 
     def _built_didl(
-        self, res: Resource, result: HttpExchange, payload: Payload, at: RecordLocation
+        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
     ) -> Built:
         didl = self._didl_document(res, result, payload, at)
         return capturegroup.metadata(self.writer.stamp, didl, refers_to=at.record_id)
@@ -189,10 +189,14 @@ class Recorder:
         mime: str,
         body: bytes,
         http_headers: list[tuple[str, str]] | None = None,
+        sha256: str | None = None,
     ) -> Capture:
         """A resource delivered by value inside an ``oai_didl`` record; with the headers the
-        provider reports for a 200 of it, a response record carrying them."""
-        payload = Payload.of(body)
+        provider reports for a 200 of it, a response record carrying them. ``sha256`` is
+        the body's, when the caller has computed it already. The record is built by hand
+        (:func:`harvester.archive.capturegroup.carried`), or with warcio when a head is not
+        ASCII."""
+        payload = Payload.of(body, sha256)
         headers = http_headers or [("Content-Type", mime), ("Content-Length", str(len(body)))]
         fake = _Carried(
             url=url,
@@ -204,6 +208,14 @@ class Recorder:
             truncated=None,
             record_type="response" if http_headers else "resource",
         )
+        built = capturegroup.carried(
+            self.writer.stamp, url, mime, body, http_headers or None, payload.warc_digest
+        )
+        if built is not None:
+            locations = self.writer.write_built(
+                [built], then=lambda locs: [self._built_didl(res, fake, payload, locs[0])]
+            )
+            return _capture(locations[0], fake, payload)
         if http_headers:
             record = self.writer.response_record(url, _response_headers(fake), body)
         else:
