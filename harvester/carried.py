@@ -9,12 +9,12 @@ is kept without them.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import logging
 from dataclasses import dataclass
 
+import pybase64
 from lxml import etree
 
 from harvester.archive.didl import DIDL_NS, HTTP_NS, PRES_NS
@@ -40,7 +40,7 @@ def carried_resource(didl: etree._Element) -> CarriedResource | None:
             continue
         try:
             encoded = (resource.text or "").encode("ascii")
-            body = base64.b64decode(encoded, validate=True)
+            body = pybase64.b64decode(encoded, validate=True)  # 40x binascii's speed, same checks
         except (binascii.Error, ValueError):
             log.warning("a DIDL carried undecodable base64; fetching by reference instead")
             return None
