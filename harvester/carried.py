@@ -1,6 +1,11 @@
 """A resource carried by value in an ``oai_didl`` record, with the HTTP headers the provider
 says a GET of it returns (the DIDL's ``http_header`` descriptor, as mod_oai embeds it).
 
+:func:`carried_page` makes a whole ListRecords page ready to archive (each file decoded and
+digested, the page's own digest): strategy ``didl`` calls it in the thread that reads the
+pages ahead (:mod:`harvester.prefetcher`), where hashing runs beside the archiving of the
+page before.
+
 The headers are kept only when they can stand for the exchange: status 200, every field a
 plain token name and a value without control characters, at most ``MAX_FIELDS`` of them, and
 a Content-Length (when given) that is the length of the carried bytes. Otherwise the resource
@@ -10,15 +15,17 @@ is kept without them.
 from __future__ import annotations
 
 import binascii
-import hashlib
 import logging
 from dataclasses import dataclass
 
 import pybase64
 from lxml import etree
 
+from harvester.archive.capturegroup import Payload
 from harvester.archive.didl import DIDL_NS, HTTP_NS, PRES_NS
+from harvester.archive.recordbytes import warc_digest
 from harvester.exchange import wellformed_fields
+from harvester.oaimodels import RawPage
 
 log = logging.getLogger(__name__)
 DIDL, PRES, HTTP = (f"{{{ns}}}" for ns in (DIDL_NS, PRES_NS, HTTP_NS))
@@ -30,7 +37,26 @@ class CarriedResource:
     body: bytes
     headers: list[tuple[str, str]] | None  # the provider's, for a 200 of this very body
     encoded: bytes  # the base64 text as the DIDL holds it
-    sha256: str  # of body, hex
+    payload: Payload  # body's digests
+
+
+@dataclass(frozen=True)
+class CarriedPage:
+    """A ListRecords page of ``oai_didl`` records, ready to archive."""
+
+    raw: RawPage
+    carried: tuple[CarriedResource | None, ...]  # what each record carries, in order
+    digest: str  # of the page's payload as received, as WARC-Payload-Digest spells it
+
+
+def carried_page(raw: RawPage) -> CarriedPage:
+    """``raw`` with what each of its records carries by value (None for a deletion, or a
+    record that carries nothing usable) and its payload's digest."""
+    carried = [
+        None if r.header.deleted or (meta := r.metadata) is None else carried_resource(meta)
+        for r in raw.records
+    ]
+    return CarriedPage(raw, tuple(carried), warc_digest(raw.exchange.body))
 
 
 def carried_resource(didl: etree._Element) -> CarriedResource | None:
@@ -45,12 +71,12 @@ def carried_resource(didl: etree._Element) -> CarriedResource | None:
             log.warning("a DIDL carried undecodable base64; fetching by reference instead")
             return None
         expected = didl.findtext(f".//{PRES}digest[@algorithm='sha256']")
-        sha256 = hashlib.sha256(body).hexdigest()
-        if expected and sha256 != expected:
+        payload = Payload.of(body)
+        if expected and payload.sha256 != expected:
             log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
             return None
         mime = resource.get("mimeType") or "application/octet-stream"
-        return CarriedResource(mime, body, _http_headers(didl, len(body)), encoded, sha256)
+        return CarriedResource(mime, body, _http_headers(didl, len(body)), encoded, payload)
     return None
 
 

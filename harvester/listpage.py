@@ -49,19 +49,30 @@ _FIELDS = "application/warc-fields"
 
 
 def write_page(
-    recorder: Recorder, exchange: HttpExchange, carried: Sequence[Carried]
+    recorder: Recorder,
+    exchange: HttpExchange,
+    carried: Sequence[Carried],
+    payload_digest: str | None = None,
 ) -> list[RecordLocation]:
-    """The page's group: elided revisit + request + note, or the whole exchange."""
+    """The page's group: elided revisit + request + note, or the whole exchange.
+    ``payload_digest`` is the WARC digest of ``exchange``'s body, when the caller has it."""
     coding = (exchange.header("Content-Encoding") or "identity").strip().lower()
     elided, elisions = elide(exchange.body, carried) if coding == "identity" else (b"", [])
-    built = _elided_group(recorder.writer.stamp, exchange, elided, elisions) if elisions else None
-    if built is None:  # nothing elided, or a head that is not ASCII: kept whole
+    if not elisions:  # nothing elided: kept whole
+        return recorder.exchange(exchange)
+    digest = payload_digest or warc_digest(exchange.body)
+    built = _elided_group(recorder.writer.stamp, exchange, digest, elided, elisions)
+    if built is None:  # a head that is not ASCII: kept whole
         return recorder.exchange(exchange)
     return recorder.writer.write_built(built)
 
 
 def _elided_group(
-    stamp: Stamp, exchange: HttpExchange, elided: bytes, elisions: Sequence[Elision]
+    stamp: Stamp,
+    exchange: HttpExchange,
+    payload_digest: str,
+    elided: bytes,
+    elisions: Sequence[Elision],
 ) -> list[Built] | None:
     """The revisit (its HTTP block the head as received and the elided payload; no CDXJ
     line, so replay never serves it), its request and the note listing the elisions."""
@@ -72,7 +83,7 @@ def _elided_group(
     made = stamp()
     fields = [("WARC-IP-Address", exchange.peer_ip)] if exchange.peer_ip else []
     fields += [("WARC-Profile", ELIDED_PROFILE),
-               ("WARC-Payload-Digest", warc_digest(exchange.body))]  # fmt: skip
+               ("WARC-Payload-Digest", payload_digest)]  # fmt: skip
     page = record_member(
         "revisit", made, exchange.url, fields, content_type=RESPONSE_TYPE, http=head + elided
     )

@@ -70,12 +70,11 @@ class Payload:
     warc_digest: str  # as in WARC-Payload-Digest
 
     @classmethod
-    def of(cls, body: bytes, sha256: str | None = None) -> Payload:
-        """``body``'s digests; its SHA-256 (hex) is taken as given when the caller has it."""
+    def of(cls, body: bytes) -> Payload:
         sha1 = hashlib.sha1(body)
         return cls(
             sha1.hexdigest(),
-            sha256 or hashlib.sha256(body).hexdigest(),
+            hashlib.sha256(body).hexdigest(),
             "sha1:" + sha1_base32(sha1.digest()),
         )
 

@@ -189,14 +189,14 @@ class Recorder:
         mime: str,
         body: bytes,
         http_headers: list[tuple[str, str]] | None = None,
-        sha256: str | None = None,
+        payload: Payload | None = None,
     ) -> Capture:
         """A resource delivered by value inside an ``oai_didl`` record; with the headers the
-        provider reports for a 200 of it, a response record carrying them. ``sha256`` is
-        the body's, when the caller has computed it already. The record is built by hand
+        provider reports for a 200 of it, a response record carrying them. ``payload`` is
+        the body's digests, when the caller has them already. The record is built by hand
         (:func:`harvester.archive.capturegroup.carried`), or with warcio when a head is not
         ASCII."""
-        payload = Payload.of(body, sha256)
+        payload = payload or Payload.of(body)
         headers = http_headers or [("Content-Type", mime), ("Content-Length", str(len(body)))]
         fake = _Carried(
             url=url,
