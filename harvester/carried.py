@@ -1,10 +1,10 @@
 """A resource carried by value in an ``oai_didl`` record, with the HTTP headers the provider
 says a GET of it returns (the DIDL's ``http_header`` descriptor, as mod_oai embeds it).
 
-:func:`carried_page` makes a whole ListRecords page ready to archive (each file decoded and
-digested, the page's own digest): strategy ``didl`` calls it in the thread that reads the
-pages ahead (:mod:`harvester.prefetcher`), where hashing runs beside the archiving of the
-page before.
+:func:`carried_page` makes a whole ListRecords page ready to archive (each file decoded,
+digested and compressed): strategy ``didl`` calls it in a thread of its own
+(:mod:`harvester.listing`), where hashing and ISA-L's deflate, which let go of the GIL, run
+beside the archiving of the page before.
 
 The headers are kept only when they can stand for the exchange: status 200, every field a
 plain token name and a value without control characters, at most ``MAX_FIELDS`` of them, and
@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import pybase64
 from lxml import etree
 
-from harvester.archive.capturegroup import Payload
+from harvester.archive.capturegroup import CarriedBody, Payload, carried_body
 from harvester.archive.didl import DIDL_NS, HTTP_NS, PRES_NS
-from harvester.archive.recordbytes import warc_digest
 from harvester.exchange import wellformed_fields
 from harvester.oaimodels import RawPage
 
@@ -37,7 +36,7 @@ class CarriedResource:
     body: bytes
     headers: list[tuple[str, str]] | None  # the provider's, for a 200 of this very body
     encoded: bytes  # the base64 text as the DIDL holds it
-    payload: Payload  # body's digests
+    ready: CarriedBody | None  # digested and compressed for its record (None: warcio's)
 
 
 @dataclass(frozen=True)
@@ -49,14 +48,14 @@ class CarriedPage:
     digest: str  # of the page's payload as received, as WARC-Payload-Digest spells it
 
 
-def carried_page(raw: RawPage) -> CarriedPage:
-    """``raw`` with what each of its records carries by value (None for a deletion, or a
-    record that carries nothing usable) and its payload's digest."""
+def carried_page(raw: RawPage, digest: str) -> CarriedPage:
+    """``raw``, whose payload's WARC digest is ``digest``, with what each of its records
+    carries by value (None for a deletion, or a record that carries nothing usable)."""
     carried = [
         None if r.header.deleted or (meta := r.metadata) is None else carried_resource(meta)
         for r in raw.records
     ]
-    return CarriedPage(raw, tuple(carried), warc_digest(raw.exchange.body))
+    return CarriedPage(raw, tuple(carried), digest)
 
 
 def carried_resource(didl: etree._Element) -> CarriedResource | None:
@@ -76,7 +75,9 @@ def carried_resource(didl: etree._Element) -> CarriedResource | None:
             log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
             return None
         mime = resource.get("mimeType") or "application/octet-stream"
-        return CarriedResource(mime, body, _http_headers(didl, len(body)), encoded, payload)
+        headers = _http_headers(didl, len(body))
+        ready = carried_body(body, headers, payload)
+        return CarriedResource(mime, body, headers, encoded, ready)
     return None
 
 

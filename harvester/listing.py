@@ -2,7 +2,7 @@
 
 Strategy ``get`` lists identifiers (ListIdentifiers) and leaves the fetching to the harvest;
 strategy ``didl`` lists records in ``oai_didl`` (ListRecords), which carry the resources by
-value as mod_oai intended, one page read ahead (:mod:`harvester.prefetcher`); it archives each
+value as mod_oai intended, pages read ahead (:mod:`harvester.prefetcher`); it archives each
 carried resource, then each OAI-PMH exchange with the carried bytes by reference to their
 records (:mod:`harvester.listpage`), and leaves only resources given by reference to be
 fetched.
@@ -21,9 +21,10 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from harvester.archive.recordbytes import warc_digest
 from harvester.archive.recorder import Recorder
 from harvester.carried import CarriedPage, carried_page
-from harvester.elision import Carried
+from harvester.elision import Carried, digest
 from harvester.exceptions import (
     BadResumptionToken,
     CannotDisseminateFormat,
@@ -168,13 +169,15 @@ class Lister:
         limits = oai_limits(self.settings)
         with OAIClient(self.endpoint.endpoint, limits=limits, compressed=not didl) as client:
             if didl:
-                # A pipeline of three threads: one reads and parses the page after next (its
-                # request needs the token at the end of the one before), one decodes and
-                # digests the next page's files, and this one archives the page at hand.
+                # A pipeline of three threads: one reads, parses and digests the page after
+                # next (its request needs the token at the end of the one before), one
+                # decodes, digests and compresses the next page's files, and this one
+                # archives the page at hand.
                 raws = client.list_records_raw(metadata_prefix="oai_didl", **args)
+                digested = ((raw, warc_digest(raw.exchange.body)) for raw in raws)
                 with (
-                    Prefetcher(raws, name="oai-didl-read") as read,
-                    Prefetcher((carried_page(r) for r in read), name="oai-didl-pages") as ready,
+                    Prefetcher(digested, name="oai-didl-read") as read,
+                    Prefetcher((carried_page(*r) for r in read), name="oai-didl-pages") as ready,
                 ):
                     for page in ready:
                         raw = page.raw
@@ -208,12 +211,12 @@ class Lister:
                 carried.mime,
                 carried.body,
                 carried.headers,
-                carried.payload,
+                carried.ready,
             )
             self.state.mark_archived(res.url, capture, None)
             self.summary.fetched += 1
             self.summary.bytes += len(carried.body)
-            held = capture.payload_digest or carried.payload.warc_digest
+            held = capture.payload_digest or digest(carried.body)
             archived.append(Carried(carried.encoded, carried.body, capture.record_id, held))
         return archived
 

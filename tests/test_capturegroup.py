@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harvester.archive import capturegroup
+from harvester.archive import capturegroup, recordbytes
 from harvester.archive.recordbytes import sha1_base32
 from harvester.archive.recorder import Recorder
 from harvester.archive.repair import verify_warc
@@ -234,11 +235,27 @@ def test_carried_records_built_by_hand_are_the_bytes_warcio_writes(
 
 def test_a_carried_record_with_a_head_or_type_not_ascii_is_left_to_warcio() -> None:
     def built(mime: str, headers: list[tuple[str, str]] | None) -> bool:
-        made = capturegroup.carried(lambda: ("<urn:x>", "2024"), "http://h/d", mime, b"", headers,
-                                    "sha1:X")  # fmt: skip
-        return made is not None
+        ready = capturegroup.carried_body(b"x", headers)
+        stamp = lambda: ("<urn:x>", "2024")  # noqa: E731
+        return ready is not None and capturegroup.carried(stamp, "http://h/d", mime, headers,
+                                                          ready) is not None  # fmt: skip
 
     assert not built("text/plain", [("X", "\xe9")])
     assert not built("text/\xe4", None)
     assert not built("text/a\r\nX: y", None)
     assert built("text/plain", None) and built("text/plain", [("X", "y")])
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, 65_535, 65_536, 300_001])
+def test_a_payload_compressed_apart_makes_the_member_compressed_whole(size: int) -> None:
+    """A carried file's bytes are compressed in another thread than its record's head: the
+    member made of the parts inflates (CRC-32 and length checked) to the same record."""
+    payload = (bytes(range(256)) * (size // 256 + 1))[:size]
+    if size > 65_536:
+        payload = payload[:1000] + hashlib.sha256(payload).digest() * (size // 32)
+    args = ("response", ("<urn:uuid:1>", "2024-05-01T12:00:00Z"), "http://h/a", [("X", "y")])
+    kwargs = {"content_type": "t", "http": b"HTTP/1.1 200 OK\r\n\r\n", "payload": payload}
+    whole = recordbytes.record_member(*args, **kwargs)  # type: ignore[arg-type]
+    apart = recordbytes.record_member(*args, **kwargs, compressed=recordbytes.deflated(payload))  # type: ignore[arg-type]
+    assert gzip.decompress(apart) == gzip.decompress(whole)
+    assert zlib.decompressobj(31).decompress(apart) == gzip.decompress(whole)

@@ -33,7 +33,7 @@ def test_a_carried_file_comes_with_its_base64_text_and_sha256() -> None:
     got = carried_resource(didl(encoded, hashlib.sha256(BODY).hexdigest()))
     assert got is not None
     assert (got.body, got.encoded, got.mime) == (BODY, encoded.encode(), "text/plain")
-    assert got.payload.sha256 == hashlib.sha256(BODY).hexdigest()
+    assert got.ready is not None and got.ready.payload.sha256 == hashlib.sha256(BODY).hexdigest()
     assert carried_resource(didl("")) is not None  # an empty file
 
 
