@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from harvester.archive.cdxline import CaptureFields, media_type
 from harvester.archive.recordbytes import (
     EMPTY_DIGEST,
+    ONE_SHOT_BYTES,
     Built,
     Deflated,
     Field,
@@ -144,7 +145,7 @@ class CarriedBody:
     body: bytes
     payload: Payload
     http: bytes | None
-    compressed: Deflated
+    compressed: Deflated | None  # None for a small body, compressed with its record at once
 
 
 def carried_body(
@@ -162,7 +163,8 @@ def carried_body(
         )
         if http is None:
             return None
-    return CarriedBody(body, payload, http, deflated(body))
+    compressed = deflated(body) if len(body) > ONE_SHOT_BYTES else None
+    return CarriedBody(body, payload, http, compressed)
 
 
 def carried(

@@ -27,6 +27,7 @@ from harvester.archive.cdxline import CaptureFields
 
 __all__ = [
     "EMPTY_DIGEST",
+    "ONE_SHOT_BYTES",
     "Built",
     "Deflated",
     "Field",
