@@ -45,17 +45,16 @@ class CarriedPage:
 
     raw: RawPage
     carried: tuple[CarriedResource | None, ...]  # what each record carries, in order
-    digest: str  # of the page's payload as received, as WARC-Payload-Digest spells it
 
 
-def carried_page(raw: RawPage, digest: str) -> CarriedPage:
-    """``raw``, whose payload's WARC digest is ``digest``, with what each of its records
-    carries by value (None for a deletion, or a record that carries nothing usable)."""
+def carried_page(raw: RawPage) -> CarriedPage:
+    """``raw`` with what each of its records carries by value (None for a deletion, or a
+    record that carries nothing usable)."""
     carried = [
         None if r.header.deleted or (meta := r.metadata) is None else carried_resource(meta)
         for r in raw.records
     ]
-    return CarriedPage(raw, tuple(carried), digest)
+    return CarriedPage(raw, tuple(carried))
 
 
 def carried_resource(didl: etree._Element) -> CarriedResource | None:

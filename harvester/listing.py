@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from harvester.archive.recordbytes import warc_digest
 from harvester.archive.recorder import Recorder
 from harvester.carried import CarriedPage, carried_page
 from harvester.elision import Carried, digest
@@ -169,15 +168,14 @@ class Lister:
         limits = oai_limits(self.settings)
         with OAIClient(self.endpoint.endpoint, limits=limits, compressed=not didl) as client:
             if didl:
-                # A pipeline of three threads: one reads, parses and digests the page after
-                # next (its request needs the token at the end of the one before), one
-                # decodes, digests and compresses the next page's files, and this one
-                # archives the page at hand.
+                # A pipeline of three threads: one reads and parses the page after next (its
+                # request needs the token at the end of the one before), one decodes,
+                # digests and compresses the next page's files, and this one archives the
+                # page at hand (and digests it: the reading thread is the slowest stage).
                 raws = client.list_records_raw(metadata_prefix="oai_didl", **args)
-                digested = ((raw, warc_digest(raw.exchange.body)) for raw in raws)
                 with (
-                    Prefetcher(digested, name="oai-didl-read") as read,
-                    Prefetcher((carried_page(*r) for r in read), name="oai-didl-pages") as ready,
+                    Prefetcher(raws, name="oai-didl-read") as read,
+                    Prefetcher((carried_page(r) for r in read), name="oai-didl-pages") as ready,
                 ):
                     for page in ready:
                         raw = page.raw
@@ -196,7 +194,7 @@ class Lister:
         finished."""
         with self.recorder.writer.one_file(), self.state.batch():
             carried = self._archive_carried(page)
-            write_page(self.recorder, page.raw.exchange, carried, page.digest)
+            write_page(self.recorder, page.raw.exchange, carried)
 
     def _archive_carried(self, page: CarriedPage) -> list[Carried]:
         """The resources archived from ``page``, each with the record holding its bytes."""

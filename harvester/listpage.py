@@ -49,18 +49,14 @@ _FIELDS = "application/warc-fields"
 
 
 def write_page(
-    recorder: Recorder,
-    exchange: HttpExchange,
-    carried: Sequence[Carried],
-    payload_digest: str | None = None,
+    recorder: Recorder, exchange: HttpExchange, carried: Sequence[Carried]
 ) -> list[RecordLocation]:
-    """The page's group: elided revisit + request + note, or the whole exchange.
-    ``payload_digest`` is the WARC digest of ``exchange``'s body, when the caller has it."""
+    """The page's group: elided revisit + request + note, or the whole exchange."""
     coding = (exchange.header("Content-Encoding") or "identity").strip().lower()
     elided, elisions = elide(exchange.body, carried) if coding == "identity" else (b"", [])
     if not elisions:  # nothing elided: kept whole
         return recorder.exchange(exchange)
-    digest = payload_digest or warc_digest(exchange.body)
+    digest = warc_digest(exchange.body)
     built = _elided_group(recorder.writer.stamp, exchange, digest, elided, elisions)
     if built is None:  # a head that is not ASCII: kept whole
         return recorder.exchange(exchange)

@@ -102,11 +102,11 @@ def test_a_page_whose_archiving_failed_is_listed_again(  # type: ignore[no-untyp
     _site, server, _sent = recorded
     real, tried = listing.write_page, []
 
-    def failing_second(recorder: Any, exchange: Any, carried: Any, *rest: Any) -> None:
+    def failing_second(recorder: Any, exchange: Any, carried: Any) -> None:
         tried.append(exchange.url)
         if len(tried) == 2:
             raise OSError("no space left on device (injected)")
-        real(recorder, exchange, carried, *rest)
+        real(recorder, exchange, carried)
 
     monkeypatch.setattr(listing, "write_page", failing_second)
     with pytest.raises(OSError):
