@@ -1,6 +1,11 @@
 """A resource carried by value in an ``oai_didl`` record, with the HTTP headers the provider
 says a GET of it returns (the DIDL's ``http_header`` descriptor, as mod_oai embeds it).
 
+:func:`carried_page` makes a whole ListRecords page ready to archive (each file decoded,
+digested and compressed): strategy ``didl`` calls it in a thread of its own
+(:mod:`harvester.listing`), where hashing and ISA-L's deflate, which let go of the GIL, run
+beside the archiving of the page before.
+
 The headers are kept only when they can stand for the exchange: status 200, every field a
 plain token name and a value without control characters, at most ``MAX_FIELDS`` of them, and
 a Content-Length (when given) that is the length of the carried bytes. Otherwise the resource
@@ -9,16 +14,17 @@ is kept without them.
 
 from __future__ import annotations
 
-import base64
 import binascii
-import hashlib
 import logging
 from dataclasses import dataclass
 
+import pybase64
 from lxml import etree
 
+from harvester.archive.capturegroup import CarriedBody, Payload, carried_body
 from harvester.archive.didl import DIDL_NS, HTTP_NS, PRES_NS
 from harvester.exchange import wellformed_fields
+from harvester.oaimodels import RawPage
 
 log = logging.getLogger(__name__)
 DIDL, PRES, HTTP = (f"{{{ns}}}" for ns in (DIDL_NS, PRES_NS, HTTP_NS))
@@ -30,6 +36,25 @@ class CarriedResource:
     body: bytes
     headers: list[tuple[str, str]] | None  # the provider's, for a 200 of this very body
     encoded: bytes  # the base64 text as the DIDL holds it
+    ready: CarriedBody | None  # digested and compressed for its record (None: warcio's)
+
+
+@dataclass(frozen=True)
+class CarriedPage:
+    """A ListRecords page of ``oai_didl`` records, ready to archive."""
+
+    raw: RawPage
+    carried: tuple[CarriedResource | None, ...]  # what each record carries, in order
+
+
+def carried_page(raw: RawPage) -> CarriedPage:
+    """``raw`` with what each of its records carries by value (None for a deletion, or a
+    record that carries nothing usable)."""
+    carried = [
+        None if r.header.deleted or (meta := r.metadata) is None else carried_resource(meta)
+        for r in raw.records
+    ]
+    return CarriedPage(raw, tuple(carried))
 
 
 def carried_resource(didl: etree._Element) -> CarriedResource | None:
@@ -39,16 +64,19 @@ def carried_resource(didl: etree._Element) -> CarriedResource | None:
             continue
         try:
             encoded = (resource.text or "").encode("ascii")
-            body = base64.b64decode(encoded, validate=True)
+            body = pybase64.b64decode(encoded, validate=True)  # 40x binascii's speed, same checks
         except (binascii.Error, ValueError):
             log.warning("a DIDL carried undecodable base64; fetching by reference instead")
             return None
         expected = didl.findtext(f".//{PRES}digest[@algorithm='sha256']")
-        if expected and hashlib.sha256(body).hexdigest() != expected:
+        payload = Payload.of(body)
+        if expected and payload.sha256 != expected:
             log.warning("a DIDL's bytes do not match its digest; fetching by reference instead")
             return None
         mime = resource.get("mimeType") or "application/octet-stream"
-        return CarriedResource(mime, body, _http_headers(didl, len(body)), encoded)
+        headers = _http_headers(didl, len(body))
+        ready = carried_body(body, headers, payload)
+        return CarriedResource(mime, body, headers, encoded, ready)
     return None
 
 

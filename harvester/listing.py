@@ -2,7 +2,7 @@
 
 Strategy ``get`` lists identifiers (ListIdentifiers) and leaves the fetching to the harvest;
 strategy ``didl`` lists records in ``oai_didl`` (ListRecords), which carry the resources by
-value as mod_oai intended, one page read ahead (:mod:`harvester.prefetcher`); it archives each
+value as mod_oai intended, pages read ahead (:mod:`harvester.prefetcher`); it archives each
 carried resource, then each OAI-PMH exchange with the carried bytes by reference to their
 records (:mod:`harvester.listpage`), and leaves only resources given by reference to be
 fetched.
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from harvester.archive.recorder import Recorder
-from harvester.carried import carried_resource
+from harvester.carried import CarriedPage, carried_page
 from harvester.elision import Carried, digest
 from harvester.exceptions import (
     BadResumptionToken,
@@ -32,7 +32,7 @@ from harvester.exceptions import (
 )
 from harvester.limits import oai_limits
 from harvester.listpage import write_page
-from harvester.oai import EndpointInfo, ListedHeader, OAIClient, RawPage, overlap_from
+from harvester.oai import EndpointInfo, ListedHeader, OAIClient, overlap_from
 from harvester.prefetcher import Prefetcher
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Listed, ListKey, State
@@ -158,7 +158,7 @@ class Lister:
 
     def _fetch(
         self, from_: str | None, set_spec: str | None, token: str | None
-    ) -> Iterator[tuple[list[Listed], str | None, str, RawPage | None]]:
+    ) -> Iterator[tuple[list[Listed], str | None, str, CarriedPage | None]]:
         args = {
             "from_": None if token else from_,
             "set_spec": None if token else set_spec,
@@ -168,39 +168,48 @@ class Lister:
         limits = oai_limits(self.settings)
         with OAIClient(self.endpoint.endpoint, limits=limits, compressed=not didl) as client:
             if didl:
-                pages = client.list_records_raw(metadata_prefix="oai_didl", **args)
-                with Prefetcher(pages, name="oai-didl-pages") as prefetched:
-                    for raw in prefetched:
+                # A pipeline of three threads: one reads and parses the page after next (its
+                # request needs the token at the end of the one before), one decodes,
+                # digests and compresses the next page's files, and this one archives the
+                # page at hand (and digests it: the reading thread is the slowest stage).
+                raws = client.list_records_raw(metadata_prefix="oai_didl", **args)
+                with (
+                    Prefetcher(raws, name="oai-didl-read") as read,
+                    Prefetcher((carried_page(r) for r in read), name="oai-didl-pages") as ready,
+                ):
+                    for page in ready:
+                        raw = page.raw
                         listed = [_listed(r.header) for r in raw.records]
-                        yield listed, raw.token, raw.response_date, raw
+                        yield listed, raw.token, raw.response_date, page
             else:
-                for page in client.list_identifiers(metadata_prefix="oai_dc", **args):
-                    yield [_listed(h) for h in page.headers], page.token, page.response_date, None
+                for ids in client.list_identifiers(metadata_prefix="oai_dc", **args):
+                    yield [_listed(h) for h in ids.headers], ids.token, ids.response_date, None
 
     # -- the didl strategy -------------------------------------------------------------
 
-    def _archive_page(self, page: RawPage) -> None:
+    def _archive_page(self, page: CarriedPage) -> None:
         """Every resource the page carries by value, then the exchange with those bytes by
         reference to their records (:mod:`harvester.listpage`), all in one file; the
         resources are marked archived with one commit, made before that file can be
         finished."""
         with self.recorder.writer.one_file(), self.state.batch():
             carried = self._archive_carried(page)
-            write_page(self.recorder, page.exchange, carried)
+            write_page(self.recorder, page.raw.exchange, carried)
 
-    def _archive_carried(self, page: RawPage) -> list[Carried]:
+    def _archive_carried(self, page: CarriedPage) -> list[Carried]:
         """The resources archived from ``page``, each with the record holding its bytes."""
         archived = []
-        for raw in page.records:
-            meta = raw.metadata
-            if raw.header.deleted or meta is None:
-                continue
-            carried = carried_resource(meta)
-            res = self.state.get(raw.header.identifier)
+        for raw, carried in zip(page.raw.records, page.carried, strict=True):
+            res = None if carried is None else self.state.get(raw.header.identifier)
             if carried is None or res is None or res.status != "pending":
                 continue  # by reference only: the fetch step GETs it
             capture = self.recorder.carried(
-                res, raw.header.identifier, carried.mime, carried.body, carried.headers
+                res,
+                raw.header.identifier,
+                carried.mime,
+                carried.body,
+                carried.headers,
+                carried.ready,
             )
             self.state.mark_archived(res.url, capture, None)
             self.summary.fetched += 1

@@ -31,13 +31,12 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from harvester.archive.capturegroup import (
     RESPONSE_TYPE,
-    Payload,
     Stamp,
     metadata,
     request,
     stored_fields,
 )
-from harvester.archive.recordbytes import Built, http_block, record_member
+from harvester.archive.recordbytes import Built, http_block, record_member, warc_digest
 from harvester.archive.recorder import Recorder
 from harvester.archive.warc import RecordLocation
 from harvester.elision import Carried, Elision, elide, rebuild
@@ -55,14 +54,21 @@ def write_page(
     """The page's group: elided revisit + request + note, or the whole exchange."""
     coding = (exchange.header("Content-Encoding") or "identity").strip().lower()
     elided, elisions = elide(exchange.body, carried) if coding == "identity" else (b"", [])
-    built = _elided_group(recorder.writer.stamp, exchange, elided, elisions) if elisions else None
-    if built is None:  # nothing elided, or a head that is not ASCII: kept whole
+    if not elisions:  # nothing elided: kept whole
+        return recorder.exchange(exchange)
+    digest = warc_digest(exchange.body)
+    built = _elided_group(recorder.writer.stamp, exchange, digest, elided, elisions)
+    if built is None:  # a head that is not ASCII: kept whole
         return recorder.exchange(exchange)
     return recorder.writer.write_built(built)
 
 
 def _elided_group(
-    stamp: Stamp, exchange: HttpExchange, elided: bytes, elisions: Sequence[Elision]
+    stamp: Stamp,
+    exchange: HttpExchange,
+    payload_digest: str,
+    elided: bytes,
+    elisions: Sequence[Elision],
 ) -> list[Built] | None:
     """The revisit (its HTTP block the head as received and the elided payload; no CDXJ
     line, so replay never serves it), its request and the note listing the elisions."""
@@ -73,7 +79,7 @@ def _elided_group(
     made = stamp()
     fields = [("WARC-IP-Address", exchange.peer_ip)] if exchange.peer_ip else []
     fields += [("WARC-Profile", ELIDED_PROFILE),
-               ("WARC-Payload-Digest", Payload.of(exchange.body).warc_digest)]  # fmt: skip
+               ("WARC-Payload-Digest", payload_digest)]  # fmt: skip
     page = record_member(
         "revisit", made, exchange.url, fields, content_type=RESPONSE_TYPE, http=head + elided
     )
@@ -118,7 +124,7 @@ class ListPages:
             raise ValueError(f"no elided list page {record_id}")
         elided = self._payload(page.at)
         payload = rebuild(elided, self._elisions.get(record_id, []), self._body)
-        if Payload.of(payload).warc_digest != page.payload_digest:
+        if warc_digest(payload) != page.payload_digest:
             raise ValueError(f"{record_id} rebuilt to other bytes than those received")
         return payload
 

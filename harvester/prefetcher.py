@@ -5,7 +5,8 @@ Strategy ``didl`` spends most of a page's time archiving the files it carries (g
 digests, which release the GIL for large buffers), and the rest waiting for the next page
 (the provider's rendering, the transfer, lxml's parse). :class:`Prefetcher` overlaps the two:
 as soon as the caller takes page N, a thread asks for page N+1. At most one item is made
-ahead, so memory holds two pages at most: the caller's and the next.
+ahead, so memory holds two items at most: the caller's and the next (plus one a chained
+prefetcher's thread holds; strategy ``didl`` chains two: :mod:`harvester.listing`).
 
 The thread is the only one to touch the iterator (and so the OAI-PMH client's session) until
 :meth:`Prefetcher.close` has joined it. An exception the iterator raises reaches the caller

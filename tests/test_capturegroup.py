@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harvester.archive import capturegroup
+from harvester.archive import capturegroup, recordbytes
 from harvester.archive.recordbytes import sha1_base32
 from harvester.archive.recorder import Recorder
 from harvester.archive.repair import verify_warc
@@ -184,3 +185,77 @@ def test_sha1_in_base_32_as_base64_spells_it() -> None:
     for n in range(2000):
         digest = hashlib.sha1(n.to_bytes(4, "big")).digest()
         assert sha1_base32(digest) == base64.b32encode(digest).decode("ascii")
+
+
+# A resource carried by value in an oai_didl record (strategy didl): with the provider's headers
+# a response record, without them a resource record; each closed by its DIDL record.
+CARRIED = [
+    ("http://127.0.0.1/a.txt", "text/plain", b"carried text\n" * 50,
+     [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", "650"),
+      ("Last-Modified", "Tue, 30 Apr 2024 08:00:00 GMT"), ("ETag", '"a1"')]),
+    ("http://127.0.0.1/b.bin", "application/octet-stream", bytes(range(256)) * 400, None),
+    ("http://127.0.0.1/c.bin", "image/png", b"", []),
+    ("http://127.0.0.1/d.txt", "text/plain", b"caf\xc3\xa9", [("X-Name", "caf\xe9")]),
+    ("http://127.0.0.1/e.txt", "text/pl\xe4in", b"odd type", None),
+]  # fmt: skip
+
+
+def record_carried(directory: Path) -> tuple[list[Capture], list[str], Path]:
+    lines: list[str] = []
+    out = fixed_writer(directory, lines)
+    recorder = Recorder(out, strategy="oai-didl", endpoint="http://127.0.0.1/oai")
+    captures = [
+        recorder.carried(pending(url), url, mime, body, headers)
+        for url, mime, body, headers in CARRIED
+    ]
+    out.close()
+    (path,) = directory.glob("*.warc.gz")
+    return captures, lines, path
+
+
+def test_carried_records_built_by_hand_are_the_bytes_warcio_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = record_carried(tmp_path / "ours")
+    monkeypatch.setattr(capturegroup, "carried", lambda *args, **kwargs: None)
+    reference = record_carried(tmp_path / "warcio")
+    assert members(ours[2]) == members(reference[2])
+    assert len(members(ours[2])) == 1 + 2 * len(CARRIED)  # warcinfo first
+    kinds = [m.split(b"\r\n")[1] for m in members(ours[2])[1::2]]
+    assert kinds == [b"WARC-Type: " + t for t in (b"response", b"resource", b"resource",
+                                                     b"response", b"resource")]  # fmt: skip
+    lines_read_back(ours[2], ours[1])
+    named = [masked(c.encode(), ours[2].name) for c in ours[1]]
+    assert named == [masked(c.encode(), reference[2].name) for c in reference[1]]
+    assert [replace(c, warc_file="", warc_offset=0, warc_length=0) for c in ours[0]] == [
+        replace(c, warc_file="", warc_offset=0, warc_length=0) for c in reference[0]
+    ]
+    verify_warc(ours[2])
+
+
+def test_a_carried_record_with_a_head_or_type_not_ascii_is_left_to_warcio() -> None:
+    def built(mime: str, headers: list[tuple[str, str]] | None) -> bool:
+        ready = capturegroup.carried_body(b"x", headers)
+        stamp = lambda: ("<urn:x>", "2024")  # noqa: E731
+        return ready is not None and capturegroup.carried(stamp, "http://h/d", mime, headers,
+                                                          ready) is not None  # fmt: skip
+
+    assert not built("text/plain", [("X", "\xe9")])
+    assert not built("text/\xe4", None)
+    assert not built("text/a\r\nX: y", None)
+    assert built("text/plain", None) and built("text/plain", [("X", "y")])
+
+
+@pytest.mark.parametrize("size", [0, 1, 3, 65_535, 65_536, 300_001])
+def test_a_payload_compressed_apart_makes_the_member_compressed_whole(size: int) -> None:
+    """A carried file's bytes are compressed in another thread than its record's head: the
+    member made of the parts inflates (CRC-32 and length checked) to the same record."""
+    payload = (bytes(range(256)) * (size // 256 + 1))[:size]
+    if size > 65_536:
+        payload = payload[:1000] + hashlib.sha256(payload).digest() * (size // 32)
+    args = ("response", ("<urn:uuid:1>", "2024-05-01T12:00:00Z"), "http://h/a", [("X", "y")])
+    kwargs = {"content_type": "t", "http": b"HTTP/1.1 200 OK\r\n\r\n", "payload": payload}
+    whole = recordbytes.record_member(*args, **kwargs)  # type: ignore[arg-type]
+    apart = recordbytes.record_member(*args, **kwargs, compressed=recordbytes.deflated(payload))  # type: ignore[arg-type]
+    assert gzip.decompress(apart) == gzip.decompress(whole)
+    assert zlib.decompressobj(31).decompress(apart) == gzip.decompress(whole)

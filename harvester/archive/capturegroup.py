@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from harvester.archive.cdxline import CaptureFields, media_type
 from harvester.archive.recordbytes import (
     EMPTY_DIGEST,
+    ONE_SHOT_BYTES,
     Built,
+    Deflated,
     Field,
+    deflated,
     http_block,
     record_member,
     sha1_base32,
@@ -29,9 +32,12 @@ from harvester.exchange import HttpExchange
 
 __all__ = [
     "HOP_BY_HOP",
+    "CarriedBody",
     "Payload",
     "Revisit",
     "Stamp",
+    "carried",
+    "carried_body",
     "exchange_group",
     "group",
     "metadata",
@@ -128,6 +134,62 @@ def exchange_group(stamp: Stamp, exchange: HttpExchange) -> list[Built] | None:
         refers_to=content.record_id,
     )
     return [content, sent, note]
+
+
+@dataclass(frozen=True)
+class CarriedBody:
+    """A file carried by value, made ready for its record (:func:`carried_body`): its
+    digests, the HTTP head its ``response`` record holds (None for a ``resource`` record),
+    and the bytes compressed."""
+
+    body: bytes
+    payload: Payload
+    http: bytes | None
+    compressed: Deflated | None  # None for a small body, compressed with its record at once
+
+
+def carried_body(
+    body: bytes, headers: Sequence[Field] | None, payload: Payload | None = None
+) -> CarriedBody | None:
+    """What :func:`carried` needs of ``body`` besides the record's ID and date: the hashing
+    and compressing, done where the caller likes (strategy ``didl``: the thread that reads
+    the pages ahead). ``headers`` are the provider's (none: a ``resource`` record);
+    ``payload`` its digests when known. None when the head is not ASCII (warcio's then)."""
+    payload = payload or Payload.of(body)
+    http = None
+    if headers:
+        http = http_block(
+            "HTTP/1.1", "200 OK", [f for f in headers if f[0].lower() not in HOP_BY_HOP]
+        )
+        if http is None:
+            return None
+    compressed = deflated(body) if len(body) > ONE_SHOT_BYTES else None
+    return CarriedBody(body, payload, http, compressed)
+
+
+def carried(
+    stamp: Stamp, url: str, mime: str, headers: Sequence[Field] | None, ready: CarriedBody
+) -> Built | None:
+    """The record of a resource carried by value in an ``oai_didl`` record, as
+    :meth:`~harvester.archive.recorder.Recorder.carried` makes it with warcio: with the
+    provider's ``headers``, a ``response`` of status ``HTTP/1.1 200 OK``; without, a
+    ``resource`` record of type ``mime``. ``ready`` is :func:`carried_body` of the same
+    headers. None when ``mime`` is not printable ASCII (warcio's then)."""
+    digest = ready.payload.warc_digest
+    if ready.http is None:
+        if not _printable(mime):
+            return None
+        kind, content_type, status = "resource", mime, None
+        mime_seen: str | None = mime
+    else:
+        kind, content_type, status = "response", RESPONSE_TYPE, "200"
+        mime_seen = _first(headers or (), "content-type")
+    made = stamp()
+    member = record_member(kind, made, url, [], content_type=content_type,
+                           http=ready.http or b"", payload=ready.body, payload_digest=digest,
+                           compressed=ready.compressed)  # fmt: skip
+    capture = CaptureFields(url, media_type(mime_seen), status, digest)
+    return Built(made[0], made[1], member, capture)
 
 
 def outlink_fields(result: HttpExchange, outlinks: Sequence[str]) -> bytes:
@@ -233,6 +295,10 @@ def _response_head(exchange: HttpExchange, stored: Sequence[Field]) -> bytes | N
 def _present(*fields: tuple[str, str | None]) -> list[Field]:
     """The fields that have a value (an empty one included), as RecordFactory keeps them."""
     return [(name, value) for name, value in fields if value is not None]
+
+
+def _printable(value: str) -> bool:
+    return value.isascii() and value.isprintable()
 
 
 def _first(fields: Sequence[Field], name: str) -> str | None:

@@ -27,8 +27,11 @@ from harvester.archive.cdxline import CaptureFields
 
 __all__ = [
     "EMPTY_DIGEST",
+    "ONE_SHOT_BYTES",
     "Built",
+    "Deflated",
     "Field",
+    "deflated",
     "gzip_parts",
     "http_block",
     "record_member",
@@ -41,6 +44,8 @@ Field = tuple[str, str]
 ISAL_LEVEL = 1  # ISA-L's levels are 0-3; at 1, about the size zlib makes at 6
 GZIP_WBITS = 16 + isal_zlib.MAX_WBITS  # a gzip header and trailer
 ONE_SHOT_BYTES = 1 << 16  # records up to this are compressed in one call (bench/README.md)
+RAW_WBITS = -isal_zlib.MAX_WBITS  # deflate blocks without a header or trailer
+GZIP_HEADER = bytes.fromhex("1f8b08000000000000ff")  # as ISA-L writes it: no name, no time
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"  # RFC 4648's base 32
 _LETTERS = bytes(_ALPHABET[i] if i < 32 else 0 for i in range(256))  # 5 bits to its letter
 
@@ -67,6 +72,23 @@ class Built:
     warc_date: str
     member: bytes
     capture: CaptureFields | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deflated:
+    """A payload compressed on its own, to sit inside a record's gzip member: deflate blocks
+    that end on a byte boundary and are not the last (a sync flush), with the payload's
+    CRC-32 and length. Made away from the writer's thread (:func:`deflated`)."""
+
+    blocks: bytes
+    crc: int
+    length: int
+
+
+def deflated(payload: bytes) -> Deflated:
+    """``payload`` compressed as :class:`Deflated`: a gzip member made with it
+    (:func:`record_member`) inflates to the same bytes as one compressed whole."""
+    return Deflated(_blocks(payload, last=False), isal_zlib.crc32(payload), len(payload))
 
 
 def sha1_base32(digest: bytes) -> str:
@@ -115,13 +137,15 @@ def record_member(
     http: bytes = b"",
     payload: bytes = b"",
     payload_digest: str | None = None,
+    compressed: Deflated | None = None,
 ) -> bytes:
     """One record as a gzip member; ``stamp`` is its (WARC-Record-ID, WARC-Date).
 
     ``fields`` follow WARC-Target-URI (left out when ``target_uri`` is empty); the block is
     ``http`` then ``payload``. WARC-Payload-Digest is ``payload_digest`` when the caller knows
-    it already, else computed from ``payload``. A revisit has an HTTP block and no payload,
-    and gets no WARC-Payload-Digest here: its ``fields`` carry the original's.
+    it already, else computed from ``payload``. ``compressed`` is ``payload`` already
+    compressed (:func:`deflated`). A revisit has an HTTP block and no payload, and gets no
+    WARC-Payload-Digest here: its ``fields`` carry the original's.
     """
     if warc_type == "revisit":
         if payload or not http:
@@ -140,6 +164,8 @@ def record_member(
         f"WARC-Date: {stamp[1]}\r\n{target}{given}WARC-Block-Digest: {block}\r\n"
         f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
     )
+    if compressed is not None:
+        return _gzip_around(head.encode("utf-8") + http, compressed, b"\r\n\r\n")
     return gzip_parts((head.encode("utf-8"), http, payload, b"\r\n\r\n"))
 
 
@@ -161,3 +187,22 @@ def gzip_parts(parts: tuple[bytes, ...]) -> bytes:
         return isal_zlib.compress(b"".join(parts), ISAL_LEVEL, GZIP_WBITS)
     compressor = isal_zlib.compressobj(ISAL_LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
     return b"".join([*map(compressor.compress, parts), compressor.flush()])
+
+
+def _gzip_around(front: bytes, middle: Deflated, back: bytes) -> bytes:
+    """One gzip member of ``front``, the payload ``middle`` holds, then ``back``: each part's
+    deflate blocks in turn (a block may refer back only within its own part), the last part's
+    final, and the CRC-32 and length of the three."""
+    crc = isal_zlib.crc32_combine(isal_zlib.crc32(front), middle.crc, middle.length)
+    crc = isal_zlib.crc32(back, crc)
+    size = (len(front) + middle.length + len(back)) & 0xFFFFFFFF
+    body = (_blocks(front, last=False), middle.blocks, _blocks(back, last=True))
+    return b"".join((GZIP_HEADER, *body, crc.to_bytes(4, "little"), size.to_bytes(4, "little")))
+
+
+def _blocks(data: bytes, *, last: bool) -> bytes:
+    """``data`` as raw deflate blocks: ending the stream, or byte-aligned for more to follow."""
+    compressor = isal_zlib.compressobj(ISAL_LEVEL, isal_zlib.DEFLATED, RAW_WBITS)
+    return compressor.compress(data) + compressor.flush(
+        isal_zlib.Z_FINISH if last else isal_zlib.Z_SYNC_FLUSH
+    )

@@ -115,7 +115,7 @@ class Recorder:
         return _capture(locations[0], result, payload), seen is not None
 
     def _built_didl(
-        self, res: Resource, result: HttpExchange, payload: Payload, at: RecordLocation
+        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
     ) -> Built:
         didl = self._didl_document(res, result, payload, at)
         return capturegroup.metadata(self.writer.stamp, didl, refers_to=at.record_id)
@@ -189,10 +189,13 @@ class Recorder:
         mime: str,
         body: bytes,
         http_headers: list[tuple[str, str]] | None = None,
+        ready: capturegroup.CarriedBody | None = None,
     ) -> Capture:
         """A resource delivered by value inside an ``oai_didl`` record; with the headers the
-        provider reports for a 200 of it, a response record carrying them."""
-        payload = Payload.of(body)
+        provider reports for a 200 of it, a response record carrying them. ``ready`` is
+        :func:`~harvester.archive.capturegroup.carried_body` of ``body`` and ``http_headers``
+        when the caller made it already. The record is built by hand, or with warcio when a
+        head is not ASCII."""
         headers = http_headers or [("Content-Type", mime), ("Content-Length", str(len(body)))]
         fake = _Carried(
             url=url,
@@ -204,6 +207,17 @@ class Recorder:
             truncated=None,
             record_type="response" if http_headers else "resource",
         )
+        ready = ready or capturegroup.carried_body(body, http_headers)
+        built = None
+        if ready is not None:
+            built = capturegroup.carried(self.writer.stamp, url, mime, http_headers, ready)
+        if ready is not None and built is not None:
+            payload = ready.payload
+            locations = self.writer.write_built(
+                [built], then=lambda locs: [self._built_didl(res, fake, payload, locs[0])]
+            )
+            return _capture(locations[0], fake, payload)
+        payload = ready.payload if ready else Payload.of(body)
         if http_headers:
             record = self.writer.response_record(url, _response_headers(fake), body)
         else:

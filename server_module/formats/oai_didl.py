@@ -9,8 +9,9 @@ reference only, so a record never pairs new bytes with old metadata.
 
 from __future__ import annotations
 
-import base64
 import hashlib
+
+import pybase64
 
 from coop_common.xmltext import attr, text
 from server_module.files import open_public
@@ -81,7 +82,7 @@ class OaiDidl:
         ]
         data = read_inline(record, ctx)
         if data is not None:
-            encoded = base64.b64encode(data).decode("ascii")
+            encoded = pybase64.b64encode_as_string(data)  # base64.b64encode's text, faster
             parts.append(
                 f'<didl:Resource mimeType="{mime}" encoding="base64">{encoded}</didl:Resource>'
             )
