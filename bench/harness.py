@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -77,21 +79,33 @@ def run_child(
 ) -> ChildRun:
     """Run a command to its end (killed after ``timeout``), stdout and stderr to files.
 
-    The usage comes from ``wait4`` on the child alone: CPU seconds and peak RSS as
-    ``/usr/bin/time -v`` reports them.
+    The wall seconds and the usage (CPU seconds, peak RSS) are the command's own, as
+    ``/usr/bin/time -v`` reports them: it is forked by the small ``childusage.py``, not by this
+    process, whose RSS Linux would otherwise count as the command's peak.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
+    report = out.with_name(out.name + ".usage.json")
+    wrapped = [sys.executable, "-S", str(CHILD_USAGE), str(report), "--", *argv]
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=stdout, stderr=stderr, cwd=cwd)
-        watchdog = threading.Timer(timeout, proc.kill)
+        proc = subprocess.Popen(wrapped, stdout=stdout, stderr=stderr, cwd=cwd,
+                                start_new_session=True)  # fmt: skip
+        watchdog = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
         watchdog.start()
         try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
+            code = proc.wait()
         finally:
             watchdog.cancel()
-        seconds = time.perf_counter() - started
-    code = os.waitstatus_to_exitcode(status)
     if code not in ok:
         raise RuntimeError(f"{argv[0]} {argv[1:3]} exited with {code}; see {err}")
-    return ChildRun(seconds, usage, out.read_text())
+    measured = json.loads(report.read_text())
+    fields = measured["usage"]
+    usage = resource.struct_rusage([fields[name] for name in _RUSAGE_FIELDS])
+    return ChildRun(measured["seconds"], usage, out.read_text())
+
+
+CHILD_USAGE = Path(__file__).with_name("childusage.py")
+_RUSAGE_FIELDS = (
+    "ru_utime", "ru_stime", "ru_maxrss", "ru_ixrss", "ru_idrss", "ru_isrss", "ru_minflt",
+    "ru_majflt", "ru_nswap", "ru_inblock", "ru_oublock", "ru_msgsnd", "ru_msgrcv",
+    "ru_nsignals", "ru_nvcsw", "ru_nivcsw",
+)  # fmt: skip

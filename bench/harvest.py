@@ -142,7 +142,7 @@ def refresh_index(provider: Provider, changes: Changes) -> None:
 @dataclass(frozen=True)
 class Child:
     seconds: float  # wall clock, start to exit
-    rss_mb: float  # peak resident set (ru_maxrss from wait4, as /usr/bin/time -v reports it)
+    rss_mb: float  # peak resident set (ru_maxrss of the command alone: harness.run_child)
     stdout: str
 
 
@@ -611,7 +611,8 @@ def _notes(args: argparse.Namespace, manifest: Manifest, inc: Incremental, code:
         f"removed (never index.html or the style sheet), {len(inc.changes.added)} unlinked "
         "pages added; then the provider's index refreshed. Scale: the same numbers on the big "
         "site; each (a) there and on the first site runs on a fresh copy of an initial harvest.",
-        "RSS: ru_maxrss of the child process from wait4 (what /usr/bin/time -v reports), "
+        "RSS: ru_maxrss of the command alone, from wait4 in bench/childusage.py, which forks it "
+        "(what /usr/bin/time -v reports), "
         "MB = 10^6 bytes.",
     ]
     problems = exact(inc)
