@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import ctypes
 import json
-import math
 import mmap
 import os
 import select
@@ -47,37 +46,39 @@ _SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the pro
 _MERGED = ("fetched", "unchanged", "failed", "bytes", "changed_during")
 
 
-def process_count(wanted: int, remaining: int, delay: float) -> int:
+def process_count(wanted: int, remaining: int, delay: float, connections: int) -> int:
     """How many processes fetch ``remaining`` resources: ``wanted`` when given (> 0), else
     one a core (at most ``AUTO_MAX``) from ``AUTO_MIN`` resources on; always one with a
     ``--delay`` (the pause between requests to a host must hold across them), and never more
-    than there are resources. (A job shared over a database never comes here: its workers
-    split it by host.)
+    than there are resources or ``connections`` (the fewer of ``per_host`` and
+    ``concurrency``: each process needs one). (A job shared over a database never comes
+    here: its workers split it by host.)
 
-    >>> process_count(0, 100, delay=0)
-    1
-    >>> process_count(3, 100, delay=0)
-    3
-    >>> process_count(3, 100, delay=0.5)
-    1
+    >>> process_count(0, 100, 0, 8), process_count(3, 100, 0, 8), process_count(3, 100, 0.5, 8)
+    (1, 3, 1)
+    >>> process_count(4, 100, 0, 2)
+    2
     """
     if delay > 0 or remaining < 2:
         return 1
     if wanted <= 0:
         wanted = min(os.cpu_count() or 1, AUTO_MAX) if remaining >= AUTO_MIN else 1
-    return max(1, min(wanted, remaining))
+    return max(1, min(wanted, remaining, connections))
 
 
 def fetch_in_processes(fetch: ListedFetch, wanted: int) -> None:
     """Fetch every due resource of ``fetch`` over as many processes as
     :func:`process_count` says for ``wanted`` (this one included)."""
     total = fetch.remaining()
-    count = process_count(wanted, total, fetch.settings.delay)
+    settings = fetch.settings
+    connections = min(settings.per_host, settings.concurrency)
+    count = process_count(wanted, total, settings.delay, connections)
     if count == 1:
         asyncio.run(fetch.pending(total=total))
         return
     counters = mmap.mmap(-1, _SLOT.size * count)
-    mine = replace(_share(fetch, count), progress=_with_children(fetch.progress, counters, count))
+    shown = _with_children(fetch.progress, counters, count)
+    mine = replace(_share(fetch, Shard(0, count)), progress=shown)
     summary = fetch.summary
     children: list[_Child] = []
 
@@ -102,11 +103,22 @@ def fetch_in_processes(fetch: ListedFetch, wanted: int) -> None:
     _merge(summary, ended)
 
 
-def _share(fetch: ListedFetch, count: int) -> ListedFetch:
-    """``fetch`` with its connections divided among ``count`` processes."""
+def _part(total: int, count: int, index: int) -> int:
+    """Process ``index``'s part of ``total`` connections split among ``count``: the parts add
+    up to ``total`` (each is at least one: ``process_count`` makes no more processes than
+    connections).
+
+    >>> [_part(8, 3, i) for i in range(3)], [_part(16, 2, i) for i in range(2)]
+    ([3, 3, 2], [8, 8])
+    """
+    return max(1, total // count + (index < total % count))
+
+
+def _share(fetch: ListedFetch, shard: Shard) -> ListedFetch:
+    """``fetch`` with ``shard``'s part of the connections."""
     settings = fetch.settings
-    concurrency = math.ceil(settings.concurrency / count)
-    per_host = math.ceil(settings.per_host / count)
+    concurrency = _part(settings.concurrency, shard.count, shard.index)
+    per_host = _part(settings.per_host, shard.count, shard.index)
     return replace(
         fetch,
         settings=replace(settings, concurrency=concurrency, per_host=per_host),
@@ -202,7 +214,7 @@ def _fetch_share(
 
     with open_state(fetch.settings.state_url) as state:
         mine = replace(
-            _share(fetch, shard.count),
+            _share(fetch, shard),
             state=state,
             summary=summary,
             recorder=recorder,

@@ -207,3 +207,32 @@ def test_didl_lists_in_threads_then_fetches_the_larger_files_in_processes(
         assert summary["fetched"] == len(site.public) and summary["coverage"] == 1.0
         assert len(writers(out)) == 2, "the list's process, then it and one forked fetching"
         assert_archived_once(out, server, site, kinds=("response", "resource"))
+
+
+def connections_to(port: int) -> int:
+    """Established TCP connections whose far end is ``port`` on loopback (/proc/net/tcp)."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[2].split(":")[1], 16) == port and fields[3] == "01":
+            count += 1
+    return count
+
+
+def test_the_processes_share_the_per_host_connections(
+    served: tuple[Manifest, RunningServer], tmp_path: Path
+) -> None:
+    """Three processes with ``--per-host 4`` open at most 4 connections to the provider in
+    all (2 + 1 + 1), never 3 each rounded up."""
+    site, server = served
+    argv = [sys.executable, "-m", "tests.killed_harvester", "forked:slow", "harvest", server.url]
+    argv += ["--out", str(tmp_path / "out"), "--quiet", "--fetch-processes", "3"]
+    argv += ["--per-host", "4", "--concurrency", "16"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    most, deadline = 0, time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        most = max(most, connections_to(server.port))
+        time.sleep(0.005)
+    assert proc.wait(timeout=60) == 0
+    assert 3 <= most <= 4, most
+    assert_archived_once(tmp_path / "out", server, site)
