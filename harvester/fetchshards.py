@@ -209,8 +209,9 @@ def _fetch_share(
     summary = Summary()
     at = _SLOT.size * shard.index
 
-    def done(count: int) -> None:
-        _SLOT.pack_into(counters, at, count, summary.bytes)
+    def progress(summary: Summary, _remaining: int) -> None:  # shown by the parent
+        done = summary.fetched + summary.unchanged + summary.failed
+        _SLOT.pack_into(counters, at, done, summary.bytes)
 
     with open_state(fetch.settings.state_url) as state:
         mine = replace(
@@ -218,8 +219,7 @@ def _fetch_share(
             state=state,
             summary=summary,
             recorder=recorder,
-            progress=lambda summary, remaining: None,
-            done=done,
+            progress=progress,
         )
         try:
             asyncio.run(mine.pending(shard=shard, total=total))

@@ -103,7 +103,6 @@ class ListedFetch:
     progress: Progress = lambda summary, remaining: None
     shared: SharedJob | None = None
     list_started: float | None = None  # the list's start, for _check_stable
-    done: Callable[[int], None] = lambda count: None  # resources this process has finished
 
     def fetcher(self) -> Fetcher:
         """A fetcher of these settings, not open yet (aiohttp is imported here)."""
@@ -162,7 +161,6 @@ class ListedFetch:
             while (res := take()) is not None:
                 await self.one(fetcher, self.recorder, res, marks)
                 done = self.summary.fetched + self.summary.unchanged + self.summary.failed
-                self.done(done)
                 self.progress(self.summary, max(total - done, 0))
 
         await asyncio.gather(*(worker() for _ in range(self.settings.concurrency)))
