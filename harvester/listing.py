@@ -45,9 +45,7 @@ log = logging.getLogger(__name__)
 class Lister:
     """Lists the site through ``endpoint`` into ``state``; strategy ``didl`` archives what the
     records carry through ``recorder``. With ``decide_mode`` (no run has listed the endpoint
-    yet) the first page decides whether it is a mod_oai site or a records repository.
-    ``on_page`` is handed each page's URLs once the page is in the state (and a ``didl``
-    page's carried files are archived): a :class:`~harvester.listfollower.ListFollower`."""
+    yet) the first page decides whether it is a mod_oai site or a records repository."""
 
     settings: HarvestSettings
     state: State
@@ -55,7 +53,6 @@ class Lister:
     recorder: Recorder
     summary: Summary
     decide_mode: bool = field(default=False, kw_only=True)
-    on_page: Callable[[list[str]], None] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         self._deciding = self.decide_mode
@@ -127,8 +124,6 @@ class Lister:
                     with self.state.transaction():
                         self.state.lists.page(key, page_token, response_date)
                 before = page_token
-                if self.on_page is not None:
-                    self.on_page([item.url for item in listed if not item.deleted])
                 if expired():
                     return False
         except NoRecordsMatch:

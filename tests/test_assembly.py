@@ -86,6 +86,21 @@ def test_an_injected_state_and_writer_are_the_ones_used(tmp_path: Path) -> None:
     assert {r.record_id for r in archived} <= set(ids)
 
 
+def test_the_fetching_processes_use_the_injected_state(tmp_path: Path) -> None:
+    """A forked fetching process opens the run's state, not the one its settings name: it
+    wrote its marks into ``OUT/state.sqlite`` before, and the run's state kept them pending."""
+    site = make_site(tmp_path / "www", pages=30, seed=3)
+    elsewhere = tmp_path / "states" / "mine.sqlite"
+    elsewhere.parent.mkdir()
+    with start_provider(site.root, tmp_path / "index.sqlite") as server:
+        settings = _settings(server.url, tmp_path / "out", fetch_processes=2)
+        summary = _injected(settings, f"sqlite:///{elsewhere}").run()
+    assert summary.fetched == len(site.public) and summary.coverage == 1.0
+    assert not settings.out.joinpath("state.sqlite").exists()
+    with SQLiteState(elsewhere) as state:
+        assert state.counts(server.url) == {"archived": len(site.public)}
+
+
 def test_the_factory_builds_the_state_the_settings_name(tmp_path: Path) -> None:
     default = build_harvest(_settings("http://127.0.0.1:9/", tmp_path / "out"))
     assert default.state.url == f"sqlite:///{tmp_path / 'out' / 'state.sqlite'}"
