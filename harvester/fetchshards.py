@@ -34,16 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
-from harvester.archive.recorder import Recorder
 from harvester.exceptions import FetchProcessError
 from harvester.listedfetch import ListedFetch, Shard
-from harvester.storage import open_state
 from harvester.summary import Progress, Summary
 
 AUTO_MIN = 2000  # resources below which one process fetches, unless told otherwise
 AUTO_MAX = 4  # processes the default uses at most, one a core
 _SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the progress
-_MERGED = ("fetched", "unchanged", "failed", "bytes", "changed_during")
 
 
 def process_count(wanted: int, remaining: int, delay: float, connections: int) -> int:
@@ -204,30 +201,15 @@ def _child(
 def _fetch_share(
     fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap
 ) -> dict[str, object]:
-    writer = fetch.recorder.writer.sibling()
-    recorder = Recorder(writer, strategy=fetch.recorder.strategy, endpoint=fetch.recorder.endpoint)
-    summary = Summary()
     at = _SLOT.size * shard.index
 
     def progress(summary: Summary, _remaining: int) -> None:  # shown by the parent
         done = summary.fetched + summary.unchanged + summary.failed
         _SLOT.pack_into(counters, at, done, summary.bytes)
 
-    with open_state(fetch.state.url) as state:  # the run's, even one handed to it
-        mine = replace(
-            _share(fetch, shard),
-            state=state,
-            summary=summary,
-            recorder=recorder,
-            progress=progress,
-        )
-        try:
-            asyncio.run(mine.pending(shard=shard, total=total))
-        finally:
-            writer.close()
-    report: dict[str, object] = {name: getattr(summary, name) for name in _MERGED}
-    report["errors"] = summary.errors
-    return report
+    with _share(fetch, shard).apart(progress=progress) as mine:
+        asyncio.run(mine.pending(shard=shard, total=total))
+    return mine.summary.fetches()
 
 
 def _with_children(shown: Progress, counters: mmap.mmap, count: int) -> Progress:
@@ -248,14 +230,7 @@ def _merge(summary: Summary, ended: list[tuple[str, dict[str, object]]]) -> None
     """Add the children's counts to ``summary``; raise if any child did not finish."""
     failures = []
     for how, report in ended:
-        for name in _MERGED:
-            value = report.get(name, 0)
-            setattr(
-                summary, name, getattr(summary, name) + (value if isinstance(value, int) else 0)
-            )
-        errors = report.get("errors")
-        if isinstance(errors, list):
-            summary.errors.extend(str(e) for e in errors)
+        summary.add_fetches(report)
         if how:
             failures.append(how)
     if failures:

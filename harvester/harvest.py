@@ -33,6 +33,7 @@ from harvester.exceptions import RecordsRepository
 from harvester.fetchshards import fetch_in_processes
 from harvester.limits import FetchSettings
 from harvester.listedfetch import ListedFetch
+from harvester.listfollower import ListFollower, follows
 from harvester.listing import Lister
 from harvester.lock import CollectionLock
 from harvester.oai import EndpointInfo, parse_oai_datestamp
@@ -78,10 +79,11 @@ class Harvest:
         self._deadline = time.monotonic() + settings.max_time if settings.max_time else None
         self.shared: SharedJob | None = None  # with a state many workers share
         self._undecided = False  # no run has listed the endpoint: its first page decides
+        self._started_at = time.time()  # run() sets it again
 
     def run(self) -> Summary:
         """Harvest once; CollectionInUse while another run holds the collection."""
-        start = time.monotonic()
+        start, self._started_at = time.monotonic(), time.time()
         self.settings.out.mkdir(parents=True, exist_ok=True)
         with CollectionLock(self.settings.out, self.settings.lock_name), self.state:
             self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
@@ -147,7 +149,10 @@ class Harvest:
             finally:
                 self.shared.close()
             return
-        list_complete = lister.run(self._expired)
+        with ListFollower(lambda: self._listed_fetch(recorder, lister), self.summary) as follower:
+            if isinstance(lister, Lister) and follows(self.settings):
+                lister.on_page = follower.follow
+            list_complete = lister.run(self._expired)
         self._write_deletions(recorder)
         fetch_in_processes(self._listed_fetch(recorder, lister), self.settings.fetch_processes)
         if list_complete and not self._expired():
@@ -194,6 +199,7 @@ class Harvest:
             progress=self.progress,
             shared=self.shared,
             list_started=parse_oai_datestamp(started).timestamp() if started else None,
+            due_at=self._started_at,
         )
 
     def _harvest_shared(self, lister: Lister, recorder: Recorder, job: SharedJob) -> None:

@@ -17,8 +17,9 @@ import logging
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from harvester.archive.recorder import Recorder, conditional_headers
@@ -30,6 +31,7 @@ from harvester.limits import FetchSettings
 from harvester.politeness import Pacer
 from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
+from harvester.storage import open_state
 from harvester.storage.protocol import ACTIVE, Capture, Due, Resource, State
 from harvester.summary import Progress, Summary
 
@@ -103,6 +105,9 @@ class ListedFetch:
     progress: Progress = lambda summary, remaining: None
     shared: SharedJob | None = None
     list_started: float | None = None  # the list's start, for _check_stable
+    # A failed resource is retried if its wait was over at this time (the run's start): a
+    # failure of this run is not fetched again by the same run, however short the wait.
+    due_at: float = field(default_factory=time.time)
 
     def fetcher(self) -> Fetcher:
         """A fetcher of these settings, not open yet (aiohttp is imported here)."""
@@ -110,10 +115,23 @@ class ListedFetch:
 
         return Fetcher(self.fetch_settings)
 
+    @contextmanager
+    def apart(self, **changes: Any) -> Iterator[ListedFetch]:
+        """This fetch for another process or thread: its own connection to the state, its
+        own WARC files (a :meth:`~harvester.archive.warc.RotatingWARCWriter.sibling` writer,
+        finished on the way out), recorder and summary; ``changes`` replace more fields."""
+        writer = self.recorder.writer.sibling()
+        old = self.recorder
+        recorder = Recorder(writer, strategy=old.strategy, endpoint=old.endpoint)
+        with open_state(self.state.url) as state:
+            try:
+                yield replace(self, state=state, summary=Summary(), recorder=recorder, **changes)
+            finally:
+                writer.close()
+
     def remaining(self) -> int:
         """Resources due now, over every shard."""
-        due = Due(time.time(), self.settings.retry_delay)
-        return self.state.count(self.settings.site_url, ACTIVE, due=due)
+        return self.state.count(self.settings.site_url, ACTIVE, due=self._due())
 
     async def pending(
         self, hosts: set[str] | None = None, shard: Shard = Shard(), total: int | None = None
@@ -123,7 +141,7 @@ class ListedFetch:
         commits took any."""
         site = self.settings.site_url
         total = self.remaining() if total is None else total
-        todo = self.state.resources(site, ACTIVE, due=Due(time.time(), self.settings.retry_delay))
+        todo = self.state.resources(site, ACTIVE, due=self._due())
         if hosts is not None:  # a shared job: the hosts leased to this worker
             todo = (r for r in todo if (urlsplit(r.url).hostname or "") in hosts)
         if shard.count > 1:
@@ -132,14 +150,19 @@ class ListedFetch:
         async with self.fetcher() as fetcher:
             taken = True
             while taken and not self.expired():
-                marks = Marks()
-                with self.recorder.writer.one_file():
-                    try:
-                        taken = await self._some(fetcher, todo, total, marks)
-                    finally:
-                        marks.apply(self.state)
+                taken = await self.commit(fetcher, todo, total)
                 rounds += taken
         return rounds
+
+    async def commit(self, fetcher: Fetcher, todo: Iterator[Resource], total: int) -> bool:
+        """One commit: the next resources of ``todo`` fetched into one WARC file, then
+        their marks applied to the state in one transaction; whether any was taken."""
+        marks = Marks()
+        with self.recorder.writer.one_file():
+            try:
+                return await self._some(fetcher, todo, total, marks)
+            finally:
+                marks.apply(self.state)
 
     async def _some(
         self, fetcher: Fetcher, todo: Iterator[Resource], total: int, marks: Marks
@@ -200,6 +223,9 @@ class ListedFetch:
         else:
             self.summary.fetched += 1
         return result, unchanged
+
+    def _due(self) -> Due:
+        return Due(self.due_at, self.settings.retry_delay)
 
     def _acknowledge(self, url: str) -> None:
         if self.shared is not None:

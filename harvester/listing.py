@@ -18,6 +18,7 @@ no longer accepts restarts the list from its saved ``from`` date.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -45,7 +46,10 @@ log = logging.getLogger(__name__)
 class Lister:
     """Lists the site through ``endpoint`` into ``state``; strategy ``didl`` archives what the
     records carry through ``recorder``. With ``decide_mode`` (no run has listed the endpoint
-    yet) the first page decides whether it is a mod_oai site or a records repository."""
+    yet) the first page decides whether it is a mod_oai site or a records repository.
+    ``on_page`` is handed each page's URLs once the page is in the state (and a ``didl``
+    page's carried files are archived), and the seconds the page took to arrive: a
+    :class:`~harvester.listfollower.ListFollower`."""
 
     settings: HarvestSettings
     state: State
@@ -53,6 +57,7 @@ class Lister:
     recorder: Recorder
     summary: Summary
     decide_mode: bool = field(default=False, kw_only=True)
+    on_page: Callable[[list[str], float], None] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         self._deciding = self.decide_mode
@@ -110,8 +115,10 @@ class Lister:
         self, key: ListKey, from_: str | None, token: str | None, expired: Callable[[], bool]
     ) -> bool:
         before = token  # the token that asked for the page at hand
+        asked = time.monotonic()
         try:
             for listed, page_token, response_date, page in self._fetch(from_, key.set_spec, token):
+                waited = time.monotonic() - asked
                 self._decide(key, listed)
                 # A page of oai_didl records is archived before the list moves past it: until
                 # then the saved position still asks for it, so a run stopped in between lists
@@ -124,8 +131,11 @@ class Lister:
                     with self.state.transaction():
                         self.state.lists.page(key, page_token, response_date)
                 before = page_token
+                if self.on_page is not None:
+                    self.on_page([item.url for item in listed if not item.deleted], waited)
                 if expired():
                     return False
+                asked = time.monotonic()
         except NoRecordsMatch:
             # The next run lists from the same date: an empty list moves nothing forward.
             log.info("nothing new since %s", from_)

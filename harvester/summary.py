@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+
+FETCH_COUNTS = ("fetched", "unchanged", "failed", "bytes", "changed_during")
 
 
 @dataclass
@@ -32,6 +34,22 @@ class Summary:
     def coverage(self) -> float:
         """Archived or accounted-for resources over all resources the provider lists."""
         return 1.0 if self.known == 0 else self.archived / self.known
+
+    def fetches(self) -> dict[str, object]:
+        """What a fetch step adds to a run's counts, as JSON carries it (from another
+        process or thread: :meth:`add_fetches`)."""
+        counts: dict[str, object] = {name: getattr(self, name) for name in FETCH_COUNTS}
+        counts["errors"] = list(self.errors)
+        return counts
+
+    def add_fetches(self, counts: Mapping[str, object]) -> None:
+        """Add another fetch step's :meth:`fetches` to these counts."""
+        for name in FETCH_COUNTS:
+            value = counts.get(name, 0)
+            setattr(self, name, getattr(self, name) + (value if isinstance(value, int) else 0))
+        errors = counts.get("errors")
+        if isinstance(errors, list):
+            self.errors.extend(str(e) for e in errors)
 
     def as_dict(self) -> dict[str, object]:
         data = asdict(self)

@@ -10,7 +10,8 @@ The other first arguments act in the processes the run forks to fetch a share of
 (``--fetch-processes``) and never in the first one, which must notice and fail the run:
 ``forked:N`` kills such a process after its N-th group; ``forked:slow`` makes each of its
 groups take 50 ms more; ``forked:fail`` makes its first group raise an ArchiveError, as a
-full disk would.
+full disk would. ``follower:N``, ``follower:slow`` and ``follower:fail`` act the same in the
+thread that fetches while the list is read (:mod:`harvester.listfollower`) and nowhere else.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,16 +29,22 @@ from harvester.cli import main
 from harvester.exceptions import ArchiveError
 
 
-def on_fetched(act: Callable[[int], None], *, forked_only: bool, before: bool = False) -> None:
+def on_fetched(act: Callable[[int], None], *, where: str = "", before: bool = False) -> None:
     """Call ``act(n)`` just after (or ``before``) the n-th :meth:`Recorder.fetched` of this
-    process; with ``forked_only``, only in a process forked from this one."""
+    process; ``where`` "forked": only in a process forked from this one; "follower": only in
+    the list follower's thread."""
     first = os.getpid()
     fetched = Recorder.fetched
     calls = 0
+    here = {
+        "": lambda: True,
+        "forked": lambda: os.getpid() != first,
+        "follower": lambda: threading.current_thread().name == "list-follower",
+    }[where]
 
     def fetched_and_act(self: Recorder, *args: Any, **kwargs: Any) -> Any:
         nonlocal calls
-        acting = not forked_only or os.getpid() != first
+        acting = here()
         calls += acting
         if acting and before:
             act(calls)
@@ -66,5 +74,5 @@ def actor(how: str) -> Callable[[int], None]:
 
 if __name__ == "__main__":
     where, _, how = sys.argv[1].rpartition(":")
-    on_fetched(actor(how), forked_only=where == "forked", before=how in ("slow", "fail"))
+    on_fetched(actor(how), where=where, before=how in ("slow", "fail"))
     sys.exit(main(sys.argv[2:]))
