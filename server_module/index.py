@@ -23,6 +23,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +76,10 @@ def _await_writer(conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA query_only = ON")
 
 
+class _Reader(sqlite3.Connection):
+    """A thread's read connection: a subclass, so that the index can hold it weakly."""
+
+
 class FileIndex(Component):
     """The SQLite index of a document root's files (see the module docstring)."""
 
@@ -96,7 +101,10 @@ class FileIndex(Component):
         self.outside: list[OutsideLink] = []  # the last refresh's unfollowed links out of the root
         self._clock = clock
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        # Weakly: a thread's reader is freed, and so closed, once the thread has ended (a
+        # server may start a thread a request): by the garbage collector, for a connection
+        # is in a cycle with its own statement cache. close() closes those still alive.
+        self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()
         self._secret: bytes | None = None
 
@@ -117,7 +125,7 @@ class FileIndex(Component):
     def close(self) -> None:
         """Close every reader connection; the index can be opened again."""
         with self._readers_lock:
-            readers, self._readers = self._readers, []
+            readers, self._readers = list(self._readers), weakref.WeakSet()
         for conn in readers:
             conn.close()
         self._local = threading.local()
@@ -161,11 +169,11 @@ class FileIndex(Component):
         local = self._local
         # A forked worker must not use its parent's connection.
         if getattr(local, "pid", None) != os.getpid():
-            local.conn = self._connect()
+            local.conn = self._connect(_Reader)
             local.conn.execute("PRAGMA query_only = ON")
             local.pid, local.depth = os.getpid(), 0
             with self._readers_lock:
-                self._readers.append(local.conn)
+                self._readers.add(local.conn)
         conn: sqlite3.Connection = local.conn
         return conn
 
@@ -229,10 +237,10 @@ class FileIndex(Component):
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, kind: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
         # Connections are used by one thread at a time; close() may run in another thread.
         conn = sqlite3.connect(
-            self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            self.path, timeout=30.0, isolation_level=None, check_same_thread=False, factory=kind
         )
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
