@@ -114,14 +114,9 @@ def _part(total: int, count: int, index: int) -> int:
 def _share(fetch: ListedFetch, shard: Shard) -> ListedFetch:
     """``fetch`` with ``shard``'s part of the connections."""
     settings = fetch.settings
-    concurrency = _part(settings.concurrency, shard.count, shard.index)
-    per_host = _part(settings.per_host, shard.count, shard.index)
-    return replace(
-        fetch,
-        settings=replace(settings, concurrency=concurrency, per_host=per_host),
-        fetch_settings=replace(
-            fetch.fetch_settings, total_connections=concurrency, per_host=per_host
-        ),
+    return fetch.with_connections(
+        _part(settings.concurrency, shard.count, shard.index),
+        _part(settings.per_host, shard.count, shard.index),
     )
 
 

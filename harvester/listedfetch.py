@@ -115,6 +115,16 @@ class ListedFetch:
 
         return Fetcher(self.fetch_settings)
 
+    def with_connections(self, concurrency: int, per_host: int) -> ListedFetch:
+        """This fetch on at most ``concurrency`` connections, ``per_host`` to a host."""
+        return replace(
+            self,
+            settings=replace(self.settings, concurrency=concurrency, per_host=per_host),
+            fetch_settings=replace(
+                self.fetch_settings, total_connections=concurrency, per_host=per_host
+            ),
+        )
+
     @contextmanager
     def apart(self, **changes: Any) -> Iterator[ListedFetch]:
         """This fetch for another process or thread: its own connection to the state, its

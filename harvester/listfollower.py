@@ -32,7 +32,6 @@ import asyncio
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from types import TracebackType
 
 from harvester.listedfetch import ListedFetch
@@ -122,20 +121,9 @@ class ListFollower:
 
     def _run(self, fetch: ListedFetch) -> None:
         try:
-            one_fewer = replace(
-                fetch.settings,
-                per_host=fetch.settings.per_host - 1,
-                concurrency=fetch.settings.concurrency - 1,
-            )
-            limits = replace(
-                fetch.fetch_settings,
-                per_host=one_fewer.per_host,
-                total_connections=one_fewer.concurrency,
-            )
-            stopped = self._stop.is_set
-            with fetch.apart(
-                settings=one_fewer,
-                fetch_settings=limits,
+            settings, stopped = fetch.settings, self._stop.is_set
+            one_fewer = fetch.with_connections(settings.concurrency - 1, settings.per_host - 1)
+            with one_fewer.apart(
                 pacer=Pacer(0),
                 expired=lambda: stopped() or fetch.expired(),
                 progress=lambda summary, remaining: None,
