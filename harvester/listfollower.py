@@ -35,7 +35,6 @@ from collections.abc import Callable
 from types import TracebackType
 
 from harvester.listedfetch import ListedFetch
-from harvester.politeness import Pacer
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Resource, State
 from harvester.summary import Summary
@@ -124,7 +123,6 @@ class ListFollower:
             settings, stopped = fetch.settings, self._stop.is_set
             one_fewer = fetch.with_connections(settings.concurrency - 1, settings.per_host - 1)
             with one_fewer.apart(
-                pacer=Pacer(0),
                 expired=lambda: stopped() or fetch.expired(),
                 progress=lambda summary, remaining: None,
             ) as mine:
