@@ -1,11 +1,11 @@
 """The HTTP exchange: one request and the response to it, as the archive records it.
 
 Both HTTP clients of the harvester produce this one value — the resource fetcher
-(:mod:`harvester.fetch`, aiohttp) and the OAI-PMH client (:mod:`harvester.oaihttp`, requests)
-— and the recorder (:mod:`harvester.archive.recorder`) turns it into WARC records. The HTTP
-version is spelled once, as the protocol token that begins a status line (RFC 9112 §2.3,
-``HTTP/1.0`` or ``HTTP/1.1``), because that is what the WARC record's HTTP block must start
-with for replay tools such as pywb to read it.
+(:mod:`harvester.fetch`, over :mod:`harvester.connectionpool`) and the OAI-PMH client
+(:mod:`harvester.oaihttp`, requests) — and the recorder (:mod:`harvester.archive.recorder`)
+turns it into WARC records. The HTTP version is spelled once, as the protocol token that
+begins a status line (RFC 9112 §2.3, ``HTTP/1.0`` or ``HTTP/1.1``), because that is what the
+WARC record's HTTP block must start with for replay tools such as pywb to read it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ A fetch is bounded in every direction a hostile or broken server can push:
   from the request, so it includes waiting for a pooled connection) and a minimum average
   body transfer rate after a grace period;
 - **size**: the body is cut at ``max_size`` bytes; response headers are limited in count,
-  per-field size and total size (aiohttp's parser enforces the first two while parsing);
+  per-field size and total size (the connection enforces the first two while parsing,
+  :mod:`harvester.httpconnection`);
 - **hops**: redirects are followed by hand, one recorded hop at a time, up to a limit, and a
   loop ends the fetch (the rules are :mod:`harvester.redirects`').
 
@@ -50,13 +51,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from types import TracebackType
-from typing import cast
-
-import aiohttp
 
 from harvester.clock import Clock, utcnow
+from harvester.connectionpool import ConnectionPool
 from harvester.exceptions import PermanentFetchError, TransientFetchError
 from harvester.exchange import HttpExchange, Redirect, protocol
+from harvester.httpconnection import Reply
 from harvester.limits import FetchSettings, fetch_settings
 from harvester.redirects import check_hop, method_after, redirect_target
 from harvester.retries import backoff_delay, transient_error
@@ -91,18 +91,6 @@ class _Policy:
     obey_robots: bool
 
 
-class _Response(aiohttp.ClientResponse):
-    """Remembers the peer address, which aiohttp forgets once the connection is released."""
-
-    peer_ip: str | None = None
-
-    async def start(self, connection: aiohttp.connector.Connection) -> aiohttp.ClientResponse:
-        transport = connection.transport
-        peer = transport.get_extra_info("peername") if transport is not None else None
-        self.peer_ip = str(peer[0]) if peer else None
-        return await super().start(connection)
-
-
 class Fetcher:
     """Fetches resources over one pooled keep-alive session, within :class:`FetchSettings`
     (the defaults' when none are given)."""
@@ -119,7 +107,7 @@ class Fetcher:
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None
         s = self.settings
         self._resource_policy = _Policy(s.max_size, s.retries, s.max_redirects, s.obey_robots)
         self._robots_policy = _Policy(s.robots_max_size, 0, ROBOTS_REDIRECTS, False)
@@ -133,28 +121,16 @@ class Fetcher:
 
     async def open(self) -> None:
         """Create the connection pool; must run inside the event loop that will fetch."""
-        if self._session is not None:
-            return
-        s = self.settings
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=s.total_connections, limit_per_host=s.per_host),
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=s.connect_timeout, sock_read=s.read_timeout
-            ),
-            headers={"User-Agent": s.user_agent, "Accept": "*/*", "Accept-Encoding": "identity"},
-            cookie_jar=aiohttp.DummyCookieJar(),
-            response_class=_Response,
-            auto_decompress=False,
-            max_line_size=s.max_header_size,
-            max_field_size=s.max_header_size,
-            max_headers=s.max_header_count,
-        )
+        if self._pool is None:
+            s = self.settings
+            headers = {"User-Agent": s.user_agent, "Accept": "*/*", "Accept-Encoding": "identity"}
+            self._pool = ConnectionPool(s, headers)
 
     async def close(self) -> None:
         """Close every pooled connection."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     async def __aenter__(self) -> Fetcher:
         await self.open()
@@ -254,126 +230,41 @@ class Fetcher:
     async def _attempt(
         self, method: str, url: str, headers: dict[str, str], max_size: int
     ) -> HttpExchange:
+        if self._pool is None:
+            raise RuntimeError("Fetcher is not open; call open() or use 'async with'")
         loop = asyncio.get_running_loop()
         started, start = self._clock(), loop.time()
         deadline_at = start + self.settings.deadline
-        response = await self._send(method, url, headers, deadline_at)
-        to_headers = loop.time() - start
-        complete = False
-        try:
-            self._check_header_size(response, url)
-            body, truncated = await self._read_body(response, max_size, deadline_at)
-            complete = truncated is None
-        finally:
-            if complete:
-                response.release()
-            else:
-                response.close()  # drop the connection: it may still carry unread bytes
-        if truncated in (TRUNCATED_TIME, TRUNCATED_DISCONNECT) and not body:
-            raise TransientFetchError(f"body of {url} cut ({truncated}) before its first byte")
-        timing = (loop.time() - start, to_headers)
-        return _result(url, response, body, truncated, started, timing)
+        reply = await self._pool.request(method, url, headers, max_size, deadline_at)
+        self._check_header_size(reply, url)
+        if reply.truncated in (TRUNCATED_TIME, TRUNCATED_DISCONNECT) and not reply.body:
+            cut = reply.truncated
+            raise TransientFetchError(f"body of {url} cut ({cut}) before its first byte")
+        return _result(url, method, reply, started, loop.time() - start)
 
-    async def _send(
-        self, method: str, url: str, headers: dict[str, str], deadline_at: float
-    ) -> _Response:
-        session = self._require_session()
-        try:
-            async with asyncio.timeout_at(deadline_at):
-                response = await session.request(
-                    method, url, headers=headers, allow_redirects=False
-                )
-        except TimeoutError as exc:
-            raise TransientFetchError(f"no response headers from {url} in time") from exc
-        except (aiohttp.InvalidURL, ValueError) as exc:
-            raise PermanentFetchError(f"cannot fetch {url!r}: {exc}") from exc
-        except aiohttp.ClientResponseError as exc:  # the parser refused the status or headers
-            raise PermanentFetchError(f"malformed response from {url}: {exc.message}") from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise TransientFetchError(f"{type(exc).__name__} fetching {url}: {exc}") from exc
-        return cast(_Response, response)
-
-    def _require_session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            raise RuntimeError("Fetcher is not open; call open() or use 'async with'")
-        return self._session
-
-    def _check_header_size(self, response: aiohttp.ClientResponse, url: str) -> None:
-        size = sum(len(name) + len(value) + 4 for name, value in response.raw_headers)
+    def _check_header_size(self, reply: Reply, url: str) -> None:
+        size = sum(len(name) + len(value) + 4 for name, value in reply.headers)
         if size > self.settings.max_header_size:
             limit = self.settings.max_header_size
             message = f"response headers from {url} exceed {limit} bytes"
-            raise PermanentFetchError(message, response.status)
-
-    async def _read_body(
-        self, response: aiohttp.ClientResponse, max_size: int, deadline_at: float
-    ) -> tuple[bytes, str | None]:
-        chunks: list[bytes] = []
-        size = 0
-        stream = response.content
-        start = asyncio.get_running_loop().time()
-        while True:
-            try:
-                if stream.is_eof():  # the rest is here (most small bodies): no timer needed
-                    chunk = stream.read_nowait()
-                else:
-                    chunk = await self._read_some(stream, start, size, deadline_at)
-            except TimeoutError:
-                return b"".join(chunks), TRUNCATED_TIME
-            except (aiohttp.ClientError, OSError):
-                return b"".join(chunks), TRUNCATED_DISCONNECT
-            if not chunk:
-                return b"".join(chunks), None
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_size:
-                return b"".join(chunks)[:max_size], TRUNCATED_LENGTH
-
-    async def _read_some(
-        self, stream: aiohttp.StreamReader, start: float, size: int, deadline_at: float
-    ) -> bytes:
-        """The next bytes of ``stream``; TimeoutError once the deadline, stall or rate limit
-        is hit first."""
-        timeout = self._read_timeout(start, size, deadline_at)
-        if timeout <= 0:
-            raise TimeoutError
-        async with asyncio.timeout(timeout):  # no task per read, as wait_for makes
-            return await stream.readany()
-
-    def _read_timeout(self, start: float, size: int, deadline_at: float) -> float:
-        """Seconds the next read may take before the deadline, stall or rate limit is hit."""
-        s = self.settings
-        now = asyncio.get_running_loop().time()
-        limit = min(deadline_at, now + s.read_timeout)
-        if s.min_rate > 0:
-            # the average falls below min_rate once size / (t - start) < min_rate
-            limit = min(limit, start + max(s.rate_grace, size / s.min_rate))
-        return limit - now
+            raise PermanentFetchError(message, reply.status)
 
 
-def _result(
-    url: str,
-    response: aiohttp.ClientResponse,
-    body: bytes,
-    truncated: str | None,
-    started: datetime,
-    timing: tuple[float, float],
-) -> HttpExchange:
+def _result(url: str, method: str, reply: Reply, started: datetime, elapsed: float) -> HttpExchange:
     # latin-1 maps bytes 1:1, so a writer can re-encode the headers exactly as received
-    raw = tuple((n.decode("latin-1"), v.decode("latin-1")) for n, v in response.raw_headers)
-    version = response.version
+    raw = tuple((n.decode("latin-1"), v.decode("latin-1")) for n, v in reply.headers)
     return HttpExchange(
         url=url,  # as the caller spelt it: the key it looks captures up by
-        method=response.method,
-        protocol=protocol(version.major, version.minor) if version else "HTTP/1.1",
-        status=response.status,
-        reason=response.reason or "",
-        request_headers=tuple(response.request_info.headers.items()),
+        method=method,
+        protocol=protocol(1, 0) if reply.version == "1.0" else protocol(1, 1),
+        status=reply.status,
+        reason=reply.reason,
+        request_headers=reply.sent,
         response_headers=raw,
-        body=body,
-        truncated=truncated,
-        peer_ip=cast(_Response, response).peer_ip,
+        body=reply.body,
+        truncated=reply.truncated,
+        peer_ip=reply.peer_ip,
         started=started,
-        elapsed=timing[0],
-        latency=timing[1],
+        elapsed=elapsed,
+        latency=reply.latency,
     )

@@ -160,7 +160,7 @@ class Harvest:
 
     async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
         """Records mode (``records/ingest.py``): records, linked resources, item DIDLs; with
-        ``--linked none`` only the list is fetched: no fetcher is made, nor aiohttp imported."""
+        ``--linked none`` only the list is fetched: no fetcher is made, nor its module imported."""
         from harvester.records.ingest import Ingest
 
         opened: AbstractAsyncContextManager[Fetcher | None]
@@ -178,7 +178,7 @@ class Harvest:
             await ingest.run()
 
     def _fetcher(self) -> Fetcher:
-        """A fetcher of the run's settings, not open yet (aiohttp is imported here)."""
+        """A fetcher of the run's settings, not open yet (its module is imported here)."""
         from harvester.fetch import Fetcher
 
         return Fetcher(self.fetch_settings)

@@ -110,7 +110,7 @@ class ListedFetch:
     due_at: float = field(default_factory=time.time)
 
     def fetcher(self) -> Fetcher:
-        """A fetcher of these settings, not open yet (aiohttp is imported here)."""
+        """A fetcher of these settings, not open yet (its module is imported here)."""
         from harvester.fetch import Fetcher
 
         return Fetcher(self.fetch_settings)
