@@ -35,6 +35,8 @@ class ConnectionPool:
 
     def __init__(self, settings: FetchSettings, headers: Mapping[str, str]) -> None:
         self.settings = settings
+        for name, value in headers.items():
+            _check_field("", name, value)
         self._headers = tuple(headers.items())
         self._all = asyncio.Semaphore(settings.total_connections)
         self._hosts: dict[Origin, asyncio.Semaphore] = {}
@@ -151,16 +153,19 @@ class ConnectionPool:
             raise PermanentFetchError(f"cannot fetch {url!r}: {exc}") from exc
         if parsed.scheme not in ("http", "https") or not host or port is None:
             raise PermanentFetchError(f"cannot fetch {url!r}: not an absolute http(s) URL")
+        for name, value in headers.items():  # the pool's own were checked once
+            _check_field(url, name, value)
         sent = (("Host", parsed.host_port_subcomponent or host), *self._headers, *headers.items())
-        lines = [f"{method} {parsed.raw_path_qs or '/'} HTTP/1.1\r\n"]
-        for name, value in sent:
-            if any(c in name or c in value for c in "\r\n\0"):
-                raise PermanentFetchError(f"cannot fetch {url!r}: header {name} holds a line break")
-            lines.append(f"{name}: {value}\r\n")
-        lines.append("\r\n")
-        text = "".join(lines)
+        lines = [f"{name}: {value}\r\n" for name, value in sent]
+        text = f"{method} {parsed.raw_path_qs or '/'} HTTP/1.1\r\n{''.join(lines)}\r\n"
         try:
             head = text.encode("latin-1")  # header values came in as latin-1: the same bytes
         except UnicodeEncodeError:
             head = text.encode("utf-8")
         return WireRequest(method, url, (parsed.scheme, host, port), head, sent)
+
+
+def _check_field(url: str, name: str, value: str) -> None:
+    """A request header field must not break its line: that would inject fields."""
+    if any(c in name or c in value for c in "\r\n\0"):
+        raise PermanentFetchError(f"cannot fetch {url!r}: header {name} holds a line break")

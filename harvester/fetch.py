@@ -224,6 +224,8 @@ class Fetcher:
         )
 
     def _transient(self, result: HttpExchange) -> TransientFetchError | None:
+        if result.status != 429 and result.status < 500:  # most: no Retry-After to read
+            return None
         retry_after = result.header("Retry-After")
         return transient_error(result.status, result.reason, result.url, retry_after, self._clock())
 
@@ -243,8 +245,7 @@ class Fetcher:
         return _result(url, method, reply, started, loop.time() - start)
 
     def _check_header_size(self, reply: Reply, url: str) -> None:
-        size = sum(len(name) + len(value) + 4 for name, value in reply.headers)
-        if size > self.settings.max_header_size:
+        if reply.head_size > self.settings.max_header_size:
             limit = self.settings.max_header_size
             message = f"response headers from {url} exceed {limit} bytes"
             raise PermanentFetchError(message, reply.status)

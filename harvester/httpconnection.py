@@ -46,6 +46,7 @@ class Reply:
     version: str  # "1.1" or "1.0"
     reason: str
     headers: tuple[tuple[bytes, bytes], ...]
+    head_size: int  # the fields' bytes, each counted with its ": " and CRLF
     body: bytes
     truncated: str | None  # "length", "time", "disconnect" or None
     peer_ip: str | None
@@ -78,6 +79,7 @@ class _Exchange:
     status: int = 0
     reason: bytearray = field(default_factory=bytearray)
     headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    head_size: int = 0
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     until_close: bool = False  # a body framed by the connection's end
@@ -150,10 +152,12 @@ class Connection(asyncio.Protocol):
         if ex is None:
             return
         ex.headers.append((name, value))
+        size = len(name) + len(value)
+        ex.head_size += size + 4
         s = self.settings
         if len(ex.headers) > s.max_header_count:
             problem = f"over {s.max_header_count} header fields"
-        elif len(name) + len(value) > s.max_header_size:
+        elif size > s.max_header_size:
             problem = f"a header field over {s.max_header_size} bytes"
         else:
             return
@@ -167,13 +171,12 @@ class Connection(asyncio.Protocol):
         if 100 <= ex.status < 200 and ex.status != 101:  # informational: the answer follows
             ex.reason.clear()
             ex.headers.clear()
+            ex.head_size = 0
             return
         ex.head_at = ex.last
         ex.until_close = _until_close(ex.status, ex.headers)
         if ex.request.method == "HEAD" or ex.status == 101:
             self._finish(None, keep=False)
-        elif self.settings.min_rate > 0:  # the rate's limit may come before the timer's
-            self._arm(ex)
 
     def on_body(self, body: bytes) -> None:
         ex = self._exchange
@@ -230,11 +233,14 @@ class Connection(asyncio.Protocol):
             self._fail(PermanentFetchError(f"response headers from {url} exceed {limit} bytes"))
 
     def _limit(self, ex: _Exchange) -> float:
-        """When the exchange runs out of time, as things stand."""
+        """When the exchange runs out of time, as things stand. Before the head, the rate's
+        grace counts from now: the timer then fires no later than the rate's limit will be,
+        and no second timer is needed when the head arrives."""
         s = self.settings
         limit = min(ex.deadline_at, ex.last + s.read_timeout)
-        if ex.head_at is not None and s.min_rate > 0:
-            limit = min(limit, ex.head_at + max(s.rate_grace, ex.size / s.min_rate))
+        if s.min_rate > 0:
+            since = ex.last if ex.head_at is None else ex.head_at
+            limit = min(limit, since + max(s.rate_grace, ex.size / s.min_rate))
         return limit
 
     def _arm(self, ex: _Exchange) -> None:
@@ -268,6 +274,7 @@ class Connection(asyncio.Protocol):
             version="1.0" if self._parser.get_http_version() == "1.0" else "1.1",
             reason=ex.reason.decode("latin-1"),
             headers=tuple(ex.headers),
+            head_size=ex.head_size,
             body=body,
             truncated=truncated,
             peer_ip=self.peer_ip,
