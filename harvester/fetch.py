@@ -92,8 +92,8 @@ class _Policy:
 
 
 class Fetcher:
-    """Fetches resources over one pooled keep-alive session, within :class:`FetchSettings`
-    (the defaults' when none are given)."""
+    """Fetches resources over kept-alive connections (:mod:`harvester.connectionpool`),
+    within :class:`FetchSettings` (the defaults' when none are given)."""
 
     def __init__(
         self,
