@@ -46,7 +46,8 @@ async def _workers(urls: list[str], connections: int, one: Callable[[str], Await
     async def worker() -> None:
         nonlocal ok
         for url in todo:
-            ok += await one(url) == 200
+            status = await one(url)  # (``ok += await ...`` would read ``ok`` before the wait)
+            ok += status == 200
 
     await asyncio.gather(*(worker() for _ in range(connections)))
     return ok
@@ -140,8 +141,8 @@ async def with_bare(urls: list[str], connections: int, parser: str) -> int:
     async def worker(conn: _Bare) -> None:
         nonlocal ok
         for url in todo:
-            target = url[len(f"{parts.scheme}://{parts.netloc}") :]
-            ok += await conn.get(parts.netloc, target) == 200
+            status = await conn.get(parts.netloc, url[len(f"{parts.scheme}://{parts.netloc}") :])
+            ok += status == 200
 
     await asyncio.gather(*(worker(conn) for conn in pool))
     for conn in pool:
