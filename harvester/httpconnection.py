@@ -56,6 +56,8 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class WireRequest:
+    """A request ready to send: its head's bytes, and the header fields they hold."""
+
     method: str
     url: str
     origin: Origin

@@ -18,6 +18,7 @@ from harvester.limits import FetchSettings, fetch_settings
 from harvester.settings import defaults
 from tests import hostile
 from tests.hostile import RawServer, head, read_head
+from tests.loopback_http import ScriptedHttp, TlsFiles, response, tls_files
 
 SETTINGS = replace(fetch_settings(defaults()), read_timeout=5.0, connect_timeout=2.0)
 HEADERS = {"User-Agent": "test/1.0"}
@@ -214,3 +215,35 @@ def test_idle_connections_are_capped_at_the_total() -> None:
 
     asyncio.run(scenario())
     assert sorted(closed) == [0, 1, 2]
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    return tls_files(tmp_path_factory.mktemp("tls"))
+
+
+def fetch_twice(url: str) -> list[Reply]:
+    async def scenario() -> list[Reply]:
+        pool = ConnectionPool(SETTINGS, HEADERS)
+        try:
+            return [await get(pool, f"{url}/a"), await get(pool, f"{url}/b")]
+        finally:
+            pool.close()
+
+    return asyncio.run(scenario())
+
+
+def test_https_is_verified_and_kept_alive(tls: TlsFiles, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls.ca))  # OpenSSL's default trust: our test CA
+    with ScriptedHttp(lambda r: response(r.line.encode()), tls.server_context()) as server:
+        replies = fetch_twice(server.url)
+    assert [r.body for r in replies] == [b"GET /a HTTP/1.1", b"GET /b HTTP/1.1"]
+    assert replies[0].peer_ip == "127.0.0.1" and server.connections == 1
+
+
+def test_https_with_an_untrusted_certificate_is_refused(tls: TlsFiles) -> None:
+    with (
+        ScriptedHttp(lambda r: response(b"secret"), tls.server_context()) as server,
+        pytest.raises(TransientFetchError, match="certificate verify failed"),
+    ):
+        fetch_twice(server.url)
