@@ -3,17 +3,19 @@ connections (:mod:`harvester.httpconnection`), at most ``per_host`` requests in 
 origin (scheme, host, port) and ``total_connections`` in all, a new connection within
 ``connect_timeout``, the wait for a free one counted in the request's deadline.
 
-Idle connections are kept :data:`KEEPALIVE_S` seconds, at most ``total_connections`` of them
-(the oldest is closed first). A kept-alive connection that the server closed meanwhile fails
-before any byte of its answer; that request is sent once more on a new connection. Requests
-are spelt as aiohttp spelt them: the URL as yarl quotes it, ``Host`` first, then the pool's
-fields, then the request's. No cookies, no proxies (the environment's are not read), no content
-decoding: the body is stored as sent.
+Credentials in a URL (``http://user:password@host/``) are sent as Basic authorization, as
+aiohttp and wget send them. Idle connections are kept :data:`KEEPALIVE_S` seconds, at most
+``total_connections`` of them (the oldest is closed first). A kept-alive connection that the
+server closed meanwhile fails before any byte of its answer; that request is sent once more
+on a new connection. Requests are spelt as aiohttp spelt them: the URL as yarl quotes it,
+``Host`` first, then the pool's fields, then the request's. No cookies, no proxies (the
+environment's are not read), no content decoding: the body is stored as sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -155,7 +157,11 @@ class ConnectionPool:
             raise PermanentFetchError(f"cannot fetch {url!r}: not an absolute http(s) URL")
         for name, value in headers.items():  # the pool's own were checked once
             _check_field(url, name, value)
-        sent = (("Host", parsed.host_port_subcomponent or host), *self._headers, *headers.items())
+        own = tuple(headers.items())
+        if parsed.user is not None:  # credentials in the URL, sent as aiohttp and wget send them
+            pair = f"{parsed.user}:{parsed.password or ''}".encode()
+            own = (("Authorization", "Basic " + base64.b64encode(pair).decode("ascii")), *own)
+        sent = (("Host", parsed.host_port_subcomponent or host), *self._headers, *own)
         lines = [f"{name}: {value}\r\n" for name, value in sent]
         text = f"{method} {parsed.raw_path_qs or '/'} HTTP/1.1\r\n{''.join(lines)}\r\n"
         try:

@@ -154,6 +154,30 @@ def test_the_request_is_sent_as_yarl_spells_the_url() -> None:
     assert [name for name, _ in reply.sent] == ["Host", "User-Agent"]
 
 
+def test_credentials_in_the_url_are_sent_as_basic_authorization() -> None:
+    seen: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await read_head(reader))
+        writer.write(head("200 OK", "Content-Length: 0"))
+        await writer.drain()
+        await asyncio.sleep(0.2)
+
+    async def scenario() -> Reply:
+        async with RawServer(handler) as server:
+            pool = ConnectionPool(SETTINGS, HEADERS)
+            try:
+                return await get(pool, server.url.replace("//", "//us%20er:p%40ss@") + "/x")
+            finally:
+                pool.close()
+
+    reply = asyncio.run(scenario())
+    lines = seen[0].split(b"\r\n")
+    assert lines[0] == b"GET /x HTTP/1.1" and b"Authorization: Basic dXMgZXI6cEBzcw==" in lines
+    assert dict(reply.sent)["Authorization"] == "Basic dXMgZXI6cEBzcw=="  # as archived
+    assert not any(b"us%20er" in line for line in lines)
+
+
 def test_a_line_break_in_a_header_value_is_refused() -> None:
     async def scenario() -> None:
         pool = ConnectionPool(SETTINGS, HEADERS)
