@@ -139,8 +139,8 @@ def test_kept_alive_answers_share_one_connection() -> None:
     assert connections == 1 and len(ports) == 1
 
 
-def test_the_request_is_sent_as_yarl_spells_the_url() -> None:
-    seen: list[bytes] = []
+def heads_into(seen: list[bytes]) -> hostile.Handler:
+    """A server that keeps each request's head in ``seen`` and answers it with no body."""
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         seen.append(await read_head(reader))
@@ -148,7 +148,12 @@ def test_the_request_is_sent_as_yarl_spells_the_url() -> None:
         await writer.drain()
         await asyncio.sleep(0.2)
 
-    (reply,), _ = run_pool(handler, ["/about us/é.html?q=a b#part"])
+    return handler
+
+
+def test_the_request_is_sent_as_yarl_spells_the_url() -> None:
+    seen: list[bytes] = []
+    (reply,), _ = run_pool(heads_into(seen), ["/about us/é.html?q=a b#part"])
     request_line = seen[0].split(b"\r\n")[0]
     assert request_line == b"GET /about%20us/%C3%A9.html?q=a+b HTTP/1.1"  # as aiohttp sent it
     assert [name for name, _ in reply.sent] == ["Host", "User-Agent"]
@@ -157,14 +162,8 @@ def test_the_request_is_sent_as_yarl_spells_the_url() -> None:
 def test_credentials_in_the_url_are_sent_as_basic_authorization() -> None:
     seen: list[bytes] = []
 
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        seen.append(await read_head(reader))
-        writer.write(head("200 OK", "Content-Length: 0"))
-        await writer.drain()
-        await asyncio.sleep(0.2)
-
     async def scenario() -> Reply:
-        async with RawServer(handler) as server:
+        async with RawServer(heads_into(seen)) as server:
             pool = ConnectionPool(SETTINGS, HEADERS)
             try:
                 return await get(pool, server.url.replace("//", "//us%20er:p%40ss@") + "/x")
