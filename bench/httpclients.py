@@ -133,9 +133,8 @@ async def with_bare(urls: list[str], connections: int, parser: str) -> int:
     parts = urlsplit(urls[0])
     host, port = parts.hostname or "", parts.port or 80
     loop = asyncio.get_running_loop()
-    pool = [(await loop.create_connection(lambda: _Bare(parser), host, port))[1]]
-    pool += [(await loop.create_connection(lambda: _Bare(parser), host, port))[1]
-             for _ in range(connections - 1)]  # fmt: skip
+    pool = [(await loop.create_connection(lambda: _Bare(parser), host, port))[1]
+            for _ in range(connections)]  # fmt: skip
     todo, ok = iter(urls), 0
 
     async def worker(conn: _Bare) -> None:

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 
 import yarl
 
-from harvester.exceptions import PermanentFetchError, TransientFetchError
-from harvester.httpconnection import Connection, NothingReceived, Origin, Reply, WireRequest
+from harvester.exceptions import NothingReceived, PermanentFetchError, TransientFetchError
+from harvester.httpconnection import Connection, Origin, Reply, WireRequest
 from harvester.limits import FetchSettings
 
 __all__ = ["KEEPALIVE_S", "ConnectionPool"]

@@ -7,6 +7,7 @@
     ├── FetchError               a resource or endpoint could not be fetched
     │   ├── UnreachableError     the site or endpoint: unknown host, refused, no TLS, no answer
     │   ├── TransientFetchError  timeouts, resets, 429/5xx: retry with back-off (retryable)
+    │   │   └── NothingReceived  closed before any byte of the answer (a stale kept connection)
     │   └── PermanentFetchError  4xx other than 429, refused by robots.txt, too many redirects
     ├── OAIError                 the provider answered with an OAI-PMH <error>; one class per code
     │   ├── BadArgument, BadVerb, CannotDisseminateFormat, IdDoesNotExist,
@@ -54,6 +55,11 @@ class TransientFetchError(FetchError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class NothingReceived(TransientFetchError):
+    """The connection closed before any byte of the answer: on a kept-alive connection, the
+    server had closed it meanwhile, and the request is sent again on a new one."""
 
 
 class PermanentFetchError(FetchError):

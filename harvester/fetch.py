@@ -56,7 +56,12 @@ from harvester.clock import Clock, utcnow
 from harvester.connectionpool import ConnectionPool
 from harvester.exceptions import PermanentFetchError, TransientFetchError
 from harvester.exchange import HttpExchange, Redirect, protocol
-from harvester.httpconnection import Reply
+from harvester.httpconnection import (
+    TRUNCATED_DISCONNECT,
+    TRUNCATED_LENGTH,
+    TRUNCATED_TIME,
+    Reply,
+)
 from harvester.limits import FetchSettings, fetch_settings
 from harvester.redirects import check_hop, method_after, redirect_target
 from harvester.retries import backoff_delay, transient_error
@@ -71,10 +76,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-TRUNCATED_LENGTH = "length"
-TRUNCATED_TIME = "time"
-TRUNCATED_DISCONNECT = "disconnect"
 
 ROBOTS_REDIRECTS = 5  # RFC 9309 §2.3.1.2: follow at least five
 

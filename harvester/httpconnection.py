@@ -29,13 +29,26 @@ from dataclasses import dataclass, field
 
 import httptools
 
-from harvester.exceptions import PermanentFetchError, TransientFetchError
+from harvester.exceptions import NothingReceived, PermanentFetchError, TransientFetchError
+from harvester.exchange import Header
 from harvester.limits import FetchSettings
 
-__all__ = ["Connection", "NothingReceived", "Origin", "Reply", "WireRequest"]
+__all__ = [
+    "TRUNCATED_DISCONNECT",
+    "TRUNCATED_LENGTH",
+    "TRUNCATED_TIME",
+    "Connection",
+    "Origin",
+    "Reply",
+    "WireRequest",
+]
+
+# WARC-Truncated reasons (WARC 1.1 §5.13) of a cut body
+TRUNCATED_LENGTH = "length"  # max_size reached
+TRUNCATED_TIME = "time"  # deadline, stall or rate below min_rate
+TRUNCATED_DISCONNECT = "disconnect"  # closed before the framed end
 
 Origin = tuple[str, str, int]  # scheme, host, port
-Header = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +61,7 @@ class Reply:
     headers: tuple[tuple[bytes, bytes], ...]
     head_size: int  # the fields' bytes, each counted with its ": " and CRLF
     body: bytes
-    truncated: str | None  # "length", "time", "disconnect" or None
+    truncated: str | None  # a TRUNCATED_* reason, or None
     peer_ip: str | None
     sent: tuple[Header, ...]  # the request's header fields as sent
     latency: float  # seconds from the request to its head
@@ -85,11 +98,6 @@ class _Exchange:
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     until_close: bool = False  # a body framed by the connection's end
-
-
-class NothingReceived(TransientFetchError):
-    """The connection closed before any byte of the answer: on a kept-alive connection, the
-    server had closed it meanwhile, and the request is sent again on a new one."""
 
 
 class Connection(asyncio.Protocol):
@@ -137,7 +145,7 @@ class Connection(asyncio.Protocol):
             error = NothingReceived if ex.head_bytes == 0 else TransientFetchError
             self._fail(error(f"no response from {ex.request.url}: {what}"))
         else:
-            self._finish(None if ex.until_close else "disconnect")
+            self._finish(None if ex.until_close else TRUNCATED_DISCONNECT)
 
     # -- httptools ------------------------------------------------------------------------
 
@@ -178,7 +186,7 @@ class Connection(asyncio.Protocol):
         ex.head_at = ex.last
         ex.until_close = _until_close(ex.status, ex.headers)
         if ex.request.method == "HEAD" or ex.status == 101:
-            self._finish(None, keep=False)
+            self._finish(None)
 
     def on_body(self, body: bytes) -> None:
         ex = self._exchange
@@ -187,7 +195,7 @@ class Connection(asyncio.Protocol):
         ex.chunks.append(body)
         ex.size += len(body)
         if ex.size > ex.max_size:
-            self._finish("length", keep=False)
+            self._finish(TRUNCATED_LENGTH)
 
     def on_message_complete(self) -> None:
         ex = self._exchange
@@ -261,14 +269,14 @@ class Connection(asyncio.Protocol):
         elif ex.head_at is None:
             self._fail(TransientFetchError(f"no response headers from {ex.request.url} in time"))
         else:
-            self._finish("time", keep=False)
+            self._finish(TRUNCATED_TIME)
 
     def _finish(self, truncated: str | None, keep: bool = False) -> None:
         ex = self._end()
         if ex is None:
             return
         body = b"".join(ex.chunks)
-        if truncated == "length":
+        if truncated == TRUNCATED_LENGTH:
             body = body[: ex.max_size]
         head_at = ex.head_at if ex.head_at is not None else ex.last
         reply = Reply(
