@@ -50,7 +50,7 @@ def protocol(major: int, minor: int) -> str:
     return "HTTP/1.0" if (major, minor) == (1, 0) else "HTTP/1.1"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class HttpExchange:
     """One HTTP request and its response, the bytes as received.
 

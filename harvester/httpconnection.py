@@ -51,7 +51,7 @@ TRUNCATED_DISCONNECT = "disconnect"  # closed before the framed end
 Origin = tuple[str, str, int]  # scheme, host, port
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
     """One response as received: the head's fields as bytes, in order; the body de-chunked."""
 
@@ -67,7 +67,7 @@ class Reply:
     latency: float  # seconds from the request to its head
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WireRequest:
     """A request ready to send: its head's bytes, and the header fields they hold."""
 
@@ -78,7 +78,7 @@ class WireRequest:
     sent: tuple[Header, ...]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Exchange:
     """One request's answer as it arrives."""
 

@@ -32,7 +32,7 @@ class EndpointInfo:
     compression: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ListedHeader:
     """One ``<header>`` of a list (§2.5): the item's identifier, datestamp and sets."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def exchange(**changed: object) -> HttpExchange:
         started=MOMENT,
         peer_ip="127.0.0.1",
     )
-    return made if not changed else HttpExchange(**{**made.__dict__, **changed})  # type: ignore[arg-type]
+    return replace(made, **changed)  # type: ignore[arg-type]
 
 
 EXCHANGES = [

@@ -66,7 +66,7 @@ class Revisit:
     payload_digest: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Payload:
     """What the DIDL and the state need to know of a payload."""
 

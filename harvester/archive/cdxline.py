@@ -29,7 +29,7 @@ WARC_SUFFIXES = (".warc.gz", ".warc")
 _MIME_END = re.compile(r"[;\s]")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CaptureFields:
     """What a capture record's CDXJ line says of it, besides where it is: the fields a
     record built by hand (:mod:`harvester.archive.recordbytes`) carries for its line."""

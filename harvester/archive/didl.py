@@ -78,7 +78,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 # -- values ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WarcPointer:
     """Where a resource's record sits: ``record_id`` is the WARC-Record-ID, ``<>`` included."""
 
@@ -99,7 +99,7 @@ class WarcPointer:
         return self.record_id.strip().removeprefix("<").removesuffix(">")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class OaiHeaderInfo:
     """The OAI-PMH record header a resource was listed with."""
 
@@ -125,7 +125,7 @@ class Provenance:
             raise ValueError(f"unknown strategy {self.strategy!r}; expected one of {STRATEGIES}")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CaptureDescription:
     """Everything a capture's DIDL states; digests are of the payload, in lower-case hex."""
 

@@ -64,7 +64,7 @@ _HALF = (1 << 80) - 1
 _SPREAD = [(*_lanes(lane, lane * 5 // 16), lane * 3 // 16) for lane in (128, 64, 32, 16)]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Built:
     """One record as a gzip member, with its ID and date; a capture also has its CDXJ fields."""
 

@@ -58,7 +58,7 @@ GZIP_LEVEL = 6  # zlib's default; warcio's 9 costs more CPU for a few percent of
 DEFAULT_MAX_SIZE = 1_000_000_000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RecordLocation:
     """Where :meth:`RotatingWARCWriter.write_group` put one record."""
 

@@ -1,5 +1,11 @@
-"""The values the state stores and hands back (frozen), and the status groups; the interfaces
-that take and give them are :mod:`harvester.storage.protocol`'s, which re-exports them."""
+"""The values the state stores and hands back, and the status groups; the interfaces that take
+and give them are :mod:`harvester.storage.protocol`'s, which re-exports them.
+
+The values are frozen, but those made once per fetched resource (:class:`Listed`,
+:class:`Resource`, :class:`Capture`), like the exchange and record values of the fetch path,
+are slotted dataclasses instead: a frozen dataclass sets each field through
+``object.__setattr__``, 4 to 7 times the cost of a plain one (``bench/README.md``, ``## harvest``).
+Nothing changes them after they are made."""
 
 from __future__ import annotations
 
@@ -37,7 +43,7 @@ class ListPosition:
     state: str  # idle | active | listed
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Listed:
     """One header of a list, as the state needs it."""
 
@@ -48,7 +54,7 @@ class Listed:
     deleted: bool
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Resource:
     url: str
     oai_identifier: str | None
@@ -69,7 +75,7 @@ class Resource:
     attempts: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Capture:
     """Where and what was archived for one resource."""
 
