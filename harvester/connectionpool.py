@@ -20,11 +20,10 @@ import ssl
 from collections import OrderedDict
 from collections.abc import Mapping
 
-import yarl
-
 from harvester.exceptions import NothingReceived, PermanentFetchError, TransientFetchError
 from harvester.httpconnection import Connection, Origin, Reply, WireRequest
 from harvester.limits import FetchSettings
+from harvester.requesturl import request_url
 
 __all__ = ["KEEPALIVE_S", "ConnectionPool"]
 
@@ -148,27 +147,24 @@ class ConnectionPool:
     def _request(self, method: str, url: str, headers: Mapping[str, str]) -> WireRequest:
         """The request's bytes, as yarl spells its URL (as aiohttp sent it)."""
         try:
-            parsed = yarl.URL(url)
-            host = parsed.raw_host
-            port = parsed.explicit_port or parsed.port
-        except (ValueError, TypeError) as exc:
+            where = request_url(url)
+        except ValueError as exc:
             raise PermanentFetchError(f"cannot fetch {url!r}: {exc}") from exc
-        if parsed.scheme not in ("http", "https") or not host or port is None:
-            raise PermanentFetchError(f"cannot fetch {url!r}: not an absolute http(s) URL")
         for name, value in headers.items():  # the pool's own were checked once
             _check_field(url, name, value)
         own = tuple(headers.items())
-        if parsed.user is not None:  # credentials in the URL, sent as aiohttp and wget send them
-            pair = f"{parsed.user}:{parsed.password or ''}".encode()
+        if where.credentials is not None:  # sent as aiohttp and wget send them
+            pair = ":".join(where.credentials).encode()
             own = (("Authorization", "Basic " + base64.b64encode(pair).decode("ascii")), *own)
-        sent = (("Host", parsed.host_port_subcomponent or host), *self._headers, *own)
+        sent = (("Host", where.host_field), *self._headers, *own)
         lines = [f"{name}: {value}\r\n" for name, value in sent]
-        text = f"{method} {parsed.raw_path_qs or '/'} HTTP/1.1\r\n{''.join(lines)}\r\n"
+        text = f"{method} {where.target} HTTP/1.1\r\n{''.join(lines)}\r\n"
         try:
             head = text.encode("latin-1")  # header values came in as latin-1: the same bytes
         except UnicodeEncodeError:
             head = text.encode("utf-8")
-        return WireRequest(method, url, (parsed.scheme, host, port), head, sent)
+        origin = (where.scheme, where.host, where.port)
+        return WireRequest(method, url, origin, head, where.target, sent)
 
 
 def _check_field(url: str, name: str, value: str) -> None:

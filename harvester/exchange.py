@@ -78,6 +78,7 @@ class HttpExchange:
     elapsed: float = 0.0  # seconds from the request to the end of the body
     latency: float = 0.0  # seconds until the response headers arrived
     redirects: tuple[Redirect, ...] = ()
+    sent_target: str | None = None  # the request line's target as sent, when the client says
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -103,7 +104,10 @@ class HttpExchange:
 
     @property
     def target(self) -> str:
-        """The request target in origin form (RFC 9112 §3.2.1): path and query, ``/`` at least."""
+        """The request target in origin form (RFC 9112 §3.2.1): path and query, ``/`` at least;
+        ``sent_target`` when the client said how it spelt them."""
+        if self.sent_target is not None:
+            return self.sent_target
         parts = urlsplit(self.url)
         return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 

@@ -262,6 +262,7 @@ def _result(url: str, method: str, reply: Reply, started: datetime, elapsed: flo
         status=reply.status,
         reason=reply.reason,
         request_headers=reply.sent,
+        sent_target=reply.target,
         response_headers=raw,
         body=reply.body,
         truncated=reply.truncated,

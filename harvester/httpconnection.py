@@ -63,18 +63,20 @@ class Reply:
     body: bytes
     truncated: str | None  # a TRUNCATED_* reason, or None
     peer_ip: str | None
+    target: str  # the request's target as sent
     sent: tuple[Header, ...]  # the request's header fields as sent
     latency: float  # seconds from the request to its head
 
 
 @dataclass(slots=True)
 class WireRequest:
-    """A request ready to send: its head's bytes, and the header fields they hold."""
+    """A request ready to send: its head's bytes, the target and header fields they hold."""
 
     method: str
     url: str
     origin: Origin
     head: bytes
+    target: str  # the request line's, as sent: yarl's spelling of the URL's path and query
     sent: tuple[Header, ...]
 
 
@@ -288,6 +290,7 @@ class Connection(asyncio.Protocol):
             body=body,
             truncated=truncated,
             peer_ip=self.peer_ip,
+            target=ex.request.target,
             sent=ex.request.sent,
             latency=head_at - ex.started,
         )

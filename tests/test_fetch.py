@@ -255,6 +255,19 @@ def raw(handler: hostile.Handler, settings: FetchSettings = RAW, path: str = "/"
     return asyncio.run(scenario())
 
 
+def test_the_request_line_archived_is_the_one_sent() -> None:
+    seen: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await hostile.read_head(reader))
+        writer.write(hostile.head("200 OK", "Content-Length: 0"))
+        await writer.drain()
+
+    result = raw(handler, path="/a b/../%7euser/?q=x y")
+    sent = seen[0].split(b"\r\n")[0].decode("ascii")
+    assert sent == result.request_line == "GET /~user/?q=x+y HTTP/1.1"  # yarl's spelling
+
+
 def test_trickle_below_min_rate_is_cut() -> None:
     settings = replace(RAW, min_rate=1000.0, rate_grace=0.5)
     started = time.monotonic()
