@@ -171,6 +171,16 @@ def test_request_response_groups_read_back(tmp_path: Path) -> None:
     warcio_check(path)
 
 
+def test_the_real_clocks_dates_are_spelt_as_a_given_clocks(tmp_path: Path) -> None:
+    writer = RotatingWARCWriter(tmp_path, prefix="t", warcinfo={"software": "test"})
+    before = datetime.now(UTC)
+    dates = [writer.stamp()[1] for _ in range(3)]
+    after = datetime.now(UTC)
+    moments = [datetime.strptime(d, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) for d in dates]
+    assert before <= moments[0] <= moments[-1] <= after
+    assert dates == [make_writer(tmp_path, clock=lambda m=m: m).stamp()[1] for m in moments]
+
+
 def test_locations_point_exactly_at_each_record(tmp_path: Path) -> None:
     writer = make_writer(tmp_path)
     writer.open()

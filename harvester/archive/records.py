@@ -9,10 +9,12 @@ stream; a stream that cannot seek is spooled first. Writing the records out is
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from io import BytesIO
@@ -53,12 +55,16 @@ class RecordFactory:
     ) -> None:
         self._warcinfo = _warcinfo_fields(warcinfo)
         self._clock = clock or utcnow
+        self._date = _warc_now if clock is None else self._clock_date
         self._make_id = make_id or _new_record_id
         self._builder = RecordBuilder(warc_version=WARC_VERSION)
 
     def stamp(self) -> tuple[str, str]:
         """A new record's (WARC-Record-ID, WARC-Date), from this factory's IDs and clock."""
-        return self._make_id(), _warc_date(self._clock())
+        return self._make_id(), self._date()
+
+    def _clock_date(self) -> str:
+        return _warc_date(self._clock())
 
     def warcinfo_record(self, filename: str) -> ArcWarcRecord:
         """The ``warcinfo`` record (section 6.2) that begins the file ``filename``."""
@@ -166,7 +172,7 @@ class RecordFactory:
         warc_headers = {
             "WARC-Type": record_type,
             "WARC-Record-ID": self._make_id(),
-            "WARC-Date": _warc_date(self._clock()),
+            "WARC-Date": self._date(),
         }
         if uri:
             warc_headers["WARC-Target-URI"] = uri
@@ -197,6 +203,18 @@ def _warc_date(moment: datetime) -> str:
     """
     # isoformat of a UTC time ends in "+00:00"; a fifth of strftime's time
     return as_utc(moment).isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+def _warc_now() -> str:
+    """:func:`_warc_date` of the real clock, read as nanoseconds: each second is formatted
+    once, a fourth of the time of a datetime's formatting."""
+    seconds, micros = divmod(time.time_ns() // 1000, 1_000_000)
+    return f"{_second(seconds)}.{micros:06d}Z"
+
+
+@functools.lru_cache(maxsize=2)
+def _second(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 def _warcinfo_fields(fields: Mapping[str, str] | None) -> dict[str, str]:
