@@ -31,7 +31,9 @@ HOST = st.lists(LABEL, min_size=1, max_size=5).map(".".join)
 PORT = st.sampled_from(["", ":80", ":443", ":8080", ":080", ":0", ":65535", ":65536", ":99999"])
 SEGMENT = st.sampled_from(
     ["a", "B", "index.html", "INDEX.HTML", ".", "..", "", ".hidden", "a.b.c", "x_y-z~w",
-     "%41", "%7e", "a%20b", "a;jsessionid=1", "caf\u00e9", "sessionid", "a..b"]
+     "%41", "%7e", "a%20b", "a;jsessionid=1", "caf\u00e9", "sessionid", "a..b", "%20",
+     "about%20us", "caf%C3%A9", "%c3%a9x", "a%23b", "%7F", "%7e%7F", "%09", "%00", "%1F",
+     "%2520", "%25", "%ff", "%2e", "%2E%2E", "%2F", "a%20%2fb", "%3F", "%8", "%G0"]
 )  # fmt: skip
 PATH = st.lists(SEGMENT, max_size=5).map(lambda segments: "".join("/" + s for s in segments))
 TAIL = st.sampled_from(["", "", "", "/", "?", "?b=1&a=2", "#top", "?jsessionid=x"])
@@ -64,9 +66,10 @@ def test_plain_urls_take_the_short_path() -> None:
         ("https://www.example.org", "org,example)/"),
         ("http://example.org:80/Docs/Page_2.HTML", "org,example)/docs/page_2.html"),
         ("http://example.org/a/b/", "org,example)/a/b"),
+        ("http://example.org/About%20Us/caf%C3%A9", "org,example)/about%20us/caf%c3%a9"),
     ]:
         assert _plain_url_key(url) == key == general_key(url)
-    for url in ["http://example.org/a%20b", "http://example.org/?q=1", "http://127.1/"]:
+    for url in ["http://example.org/a%41b", "http://example.org/?q=1", "http://127.1/"]:
         assert _plain_url_key(url) is None
 
 

@@ -9,8 +9,9 @@ date into a datetime and formats it again.
 So plain inputs take a short path, and everything else goes to the general functions:
 
 - a URL of the form ``http(s)://host[:port][/path]``, with a lower-case host that is not an IP
-  address in an unusual notation, and a path of unreserved characters only (no ``%``, no
-  query, no ``.`` or empty segment), which the canonicalisers would only lower-case;
+  address in an unusual notation, and a path of unreserved characters and escapes of bytes
+  surt escapes again (a space, ``#``, and bytes from 0x7F: a site's ``about%20us/``), with no
+  query and no ``.`` or empty segment, which the canonicalisers would only lower-case;
 - a WARC-Date in the form this writer makes, ``YYYY-MM-DDThh:mm:ss[.ffffff]Z``.
 
 ``tests/test_cdxkey.py`` checks the short paths against ``surt`` and warcio on generated input.
@@ -25,14 +26,16 @@ So plain inputs take a short path, and everything else goes to the general funct
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["timestamp", "url_key"]
 
+_KEPT_ESCAPE = r"%(?:20|23|7[Ff]|[89A-Fa-f][0-9A-Fa-f])"  # unescaped, then escaped again
 _PLAIN_URL = re.compile(
     r"(https?)://((?:[a-z0-9-]+\.)*[a-z0-9-]+)"  # scheme, host
     r"(?::([1-9][0-9]{0,4}))?"  # port
-    r"((?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*/?)"  # path: no empty or dot-led segment
+    rf"((?:/(?:[A-Za-z0-9_~-]|{_KEPT_ESCAPE})(?:[A-Za-z0-9._~-]|{_KEPT_ESCAPE})*)*/?)"  # path
 )
 _WWW = re.compile(r"www\d*\.")
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
@@ -72,6 +75,18 @@ def _plain_url_key(url: str) -> str | None:
     if match is None:
         return None
     scheme, host, port, path = match.groups()
+    authority = _authority(scheme, host, port)
+    if authority is None:
+        return None
+    path = path.lower()
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    return f"{authority}){path or '/'}"
+
+
+@functools.lru_cache(maxsize=1024)  # a site's URLs share a few authorities
+def _authority(scheme: str, host: str, port: str | None) -> str | None:
+    """The SURT's reversed host and port of a plain URL's, or None if it is not plain."""
     if port is not None and int(port) > 65535:
         return None  # not a port: surt fails, and the key is the URL itself
     labels = host.split(".")
@@ -85,7 +100,4 @@ def _plain_url_key(url: str) -> str | None:
     authority = ",".join(reversed(labels))
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         authority += ":" + port
-    path = path.lower()
-    if len(path) > 1 and path.endswith("/"):
-        path = path[:-1]
-    return f"{authority}){path or '/'}"
+    return authority
