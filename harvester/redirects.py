@@ -20,8 +20,10 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 def redirect_target(result: HttpExchange) -> str | None:
     """The absolute URL a 3xx points to, without its fragment; None if not a redirect."""
+    if result.status not in REDIRECT_STATUSES:
+        return None
     location = result.header("Location")
-    if result.status not in REDIRECT_STATUSES or not location:
+    if not location:
         return None
     try:
         target = URL(result.url).join(URL(location.strip())).with_fragment(None)
