@@ -30,6 +30,7 @@ import select
 import signal
 import struct
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
@@ -40,6 +41,7 @@ from harvester.summary import Progress, Summary
 
 AUTO_MIN = 2000  # resources below which one process fetches, unless told otherwise
 AUTO_MAX = 4  # processes the default uses at most, one a core
+SHOW_EVERY_S = 0.1  # the sum of all processes' progress is made at most this often
 _SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the progress
 
 
@@ -207,10 +209,19 @@ def _fetch_share(
     return mine.summary.fetches()
 
 
-def _with_children(shown: Progress, counters: mmap.mmap, count: int) -> Progress:
-    """``shown`` given this process's counts with the children's added."""
+def _with_children(
+    shown: Progress, counters: mmap.mmap, count: int, clock: Callable[[], float] = time.monotonic
+) -> Progress:
+    """``shown`` given this process's counts with the children's added, at most every
+    :data:`SHOW_EVERY_S` (it is called after every resource)."""
+    last = -SHOW_EVERY_S
 
     def progress(summary: Summary, remaining: int) -> None:
+        nonlocal last
+        now = clock()
+        if now - last < SHOW_EVERY_S:
+            return
+        last = now
         done = bytes_ = 0
         for index in range(1, count):
             finished, sent = _SLOT.unpack_from(counters, _SLOT.size * index)

@@ -5,6 +5,7 @@ the run without losing anything."""
 from __future__ import annotations
 
 import json
+import mmap
 import re
 import subprocess
 import sys
@@ -18,6 +19,8 @@ import pytest
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.repair import verify_warc
+from harvester.fetchshards import _SLOT, _with_children
+from harvester.summary import Summary
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site
@@ -227,3 +230,18 @@ def test_the_processes_share_the_per_host_connections(tmp_path: Path) -> None:
         most = int(urllib.request.urlopen(server.url + "/_most_in_flight", timeout=10).read())
         assert 3 <= most <= 4, most
         assert_archived_once(tmp_path / "out", server, site)
+
+
+def test_the_children_s_progress_is_summed_at_most_every_tenth_of_a_second() -> None:
+    counters = mmap.mmap(-1, _SLOT.size * 2)
+    _SLOT.pack_into(counters, _SLOT.size, 5, 500)  # the child's: 5 resources, 500 bytes
+    now = [0.0]
+    shown: list[tuple[int, int, int]] = []
+    progress = _with_children(
+        lambda s, left: shown.append((s.fetched, s.bytes, left)), counters, 2, lambda: now[0]
+    )
+    for step in range(30):  # a resource every 1/64 s
+        now[0] = step / 64
+        progress(Summary(fetched=step, bytes=10 * step), 100 - step)
+    # steps 0, 7, 14, 21 and 28: the first call, then 0.1 s or more after the last shown
+    assert shown == [(5, 500, 95), (12, 570, 88), (19, 640, 81), (26, 710, 74), (33, 780, 67)]
