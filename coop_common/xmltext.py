@@ -71,6 +71,9 @@ def attr(value: str) -> str:
     >>> attr('say "<&>"\t\r\n\ud800')
     'say &quot;&lt;&amp;&gt;&quot;&#9;&#13;&#10;'
     """
+    if value.isascii() and value.isprintable():
+        escaped = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return escaped.replace('"', "&quot;")
     return clean(value).translate(_ATTR)
 
 

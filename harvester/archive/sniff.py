@@ -74,6 +74,8 @@ _REFINE: Mapping[str, Mapping[str, str]] = {
     },
 }
 
+_MAGIC_PREFIXES = tuple(magic for magic, _ in _MAGIC)
+
 
 def sniff_mime(payload: bytes, url: str) -> str | None:
     """The MIME type the payload's first bytes show, or None if they show none.
@@ -94,9 +96,8 @@ def sniff_mime(payload: bytes, url: str) -> str | None:
 
 
 def _sniff(payload: bytes) -> str | None:
-    for magic, mime in _MAGIC:
-        if payload.startswith(magic):
-            return mime
+    if payload.startswith(_MAGIC_PREFIXES):  # one test for the usual miss
+        return next(mime for magic, mime in _MAGIC if payload.startswith(magic))
     if payload.startswith((codecs.BOM_UTF16_BE, codecs.BOM_UTF16_LE)):
         return "text/plain"
     head = payload[:_SNIFF_SIZE].removeprefix(codecs.BOM_UTF8).lstrip(b"\t\n\x0c\r ").lower()
