@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from harvester.exceptions import FetchError, LeaseLost
 from harvester.exchange import HttpExchange
 from harvester.limits import FetchSettings
 from harvester.politeness import Pacer
+from harvester.requesturl import origin_prefix
 from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
 from harvester.storage import open_state
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from harvester.fetch import Fetcher
 
 log = logging.getLogger(__name__)
-_ORIGIN = re.compile(r"[^:/?#]*://[^/?#]*")
 GONE = (404, 410)
 
 
@@ -185,7 +184,7 @@ class ListedFetch:
         """Fetch the next resources of ``todo`` concurrently, until ``commit_every`` were
         taken, the WARC file is full or time is up; whether any was taken."""
         taken, most = 0, self.settings.commit_every
-        writer = self.recorder.writer
+        writer, origins = self.recorder.writer, self.origins
 
         def take() -> Resource | None:
             nonlocal taken
@@ -194,7 +193,7 @@ class ListedFetch:
             res = next(todo, None)
             if res is not None:
                 taken += 1
-                origins.add(_origin(res.url))
+                origins.add(origin_prefix(res.url))
             return res
 
         async def worker() -> None:
@@ -203,7 +202,6 @@ class ListedFetch:
                 done = self.summary.fetched + self.summary.unchanged + self.summary.failed
                 self.progress(self.summary, max(total - done, 0))
 
-        origins = self.origins
         workers = workers_for(self.settings.concurrency, self.settings.per_host, len(origins))
         await asyncio.gather(*(worker() for _ in range(workers)))
         return taken > 0
@@ -293,9 +291,3 @@ def workers_for(concurrency: int, per_host: int, origins: int) -> int:
     (16, 8, 12)
     """
     return concurrency if not origins else min(concurrency, per_host * origins)
-
-
-def _origin(url: str) -> str:
-    """``url`` up to its path: one key per scheme, host and port (as spelt)."""
-    match = _ORIGIN.match(url)
-    return match.group() if match else url

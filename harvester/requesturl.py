@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import yarl
 
-__all__ = ["RequestURL", "request_url"]
+__all__ = ["RequestURL", "origin_prefix", "request_url"]
 
 _LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _PLAIN = re.compile(
@@ -31,6 +31,7 @@ _PLAIN = re.compile(
     r"((?:/(?!\.\.?(?:/|\Z))[A-Za-z0-9._~!$&'()*+,;=:@-]*)*)"  # path without dot segments
 )
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")  # scheme and authority
 
 
 @dataclass(slots=True)
@@ -71,3 +72,14 @@ def general(url: str) -> RequestURL:
     credentials = None if user is None else (user, parsed.password or "")
     field = parsed.host_port_subcomponent or host
     return RequestURL(parsed.scheme, host, port, field, parsed.raw_path_qs or "/", credentials)
+
+
+def origin_prefix(url: str) -> str:
+    """``url``'s scheme and authority as spelt (``url`` itself without them): one key per
+    origin, found without parsing (two spellings of one origin give two keys).
+
+    >>> origin_prefix("https://User@Example.org:8443/a/b?c=d#e"), origin_prefix("a/b")
+    ('https://User@Example.org:8443', 'a/b')
+    """
+    origin = _ORIGIN.match(url)
+    return origin.group() if origin else url

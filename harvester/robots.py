@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,10 +26,9 @@ from yarl import URL
 from harvester.clock import Clock, utcnow
 from harvester.exceptions import PermanentFetchError, TransientFetchError
 from harvester.exchange import HttpExchange
+from harvester.requesturl import origin_prefix
 
 log = logging.getLogger(__name__)
-
-_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")  # scheme and authority
 
 
 def robots_url(url: str) -> str:
@@ -39,8 +37,7 @@ def robots_url(url: str) -> str:
     >>> robots_url("https://User@Example.org:8443/a/b?c=d#e")
     'https://example.org:8443/robots.txt'
     """
-    origin = _ORIGIN.match(url)  # a URL's robots.txt is its origin's: made once per origin
-    return _origin_robots_url(origin.group() if origin else url)
+    return _origin_robots_url(origin_prefix(url))  # made once per origin
 
 
 @functools.lru_cache(maxsize=1024)
