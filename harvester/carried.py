@@ -10,6 +10,11 @@ The headers are kept only when they can stand for the exchange: status 200, ever
 plain token name and a value without control characters, at most ``MAX_FIELDS`` of them, and
 a Content-Length (when given) that is the length of the carried bytes. Otherwise the resource
 is kept without them.
+
+A record that carries nothing names its file by reference only, for the fetch step to GET;
+its declared Content-Length, summed over the page, tells that step how many bytes are due
+(:func:`harvester.fetchshards.process_count`). It is a hint, never trusted for anything else:
+only a plain number of at most ``_LENGTH_DIGITS`` digits counts.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from harvester.oaimodels import RawPage
 
 log = logging.getLogger(__name__)
 DIDL, PRES, HTTP = (f"{{{ns}}}" for ns in (DIDL_NS, PRES_NS, HTTP_NS))
+_LENGTH_DIGITS = 15  # a declared length past a petabyte is no hint
 
 
 @dataclass(frozen=True)
@@ -45,16 +51,40 @@ class CarriedPage:
 
     raw: RawPage
     carried: tuple[CarriedResource | None, ...]  # what each record carries, in order
+    referenced_bytes: int  # the declared sizes of the files it names by reference only
 
 
 def carried_page(raw: RawPage) -> CarriedPage:
     """``raw`` with what each of its records carries by value (None for a deletion, or a
     record that carries nothing usable)."""
-    carried = [
-        None if r.header.deleted or (meta := r.metadata) is None else carried_resource(meta)
-        for r in raw.records
-    ]
-    return CarriedPage(raw, tuple(carried))
+    carried: list[CarriedResource | None] = []
+    referenced = 0
+    for record in raw.records:
+        meta = None if record.header.deleted else record.metadata
+        found = None if meta is None else carried_resource(meta)
+        if meta is not None and found is None:
+            referenced += declared_length(meta)
+        carried.append(found)
+    return CarriedPage(raw, tuple(carried), referenced)
+
+
+def declared_length(didl: etree._Element) -> int:
+    """The Content-Length a DIDL's ``http_header`` declares for its file, 0 if none is a
+    plain number.
+
+    >>> from lxml import etree
+    >>> def didl(value):
+    ...     field = f'<h:field xmlns:h="{HTTP_NS}" name="Content-Length">{value}</h:field>'
+    ...     return etree.fromstring(f'<h:header xmlns:h="{HTTP_NS}">{field}</h:header>')
+    >>> [declared_length(didl(v)) for v in ("1048577", "-5", "1e3", "9" * 16)]
+    [1048577, 0, 0, 0]
+    """
+    for field in didl.iter(f"{HTTP}field"):
+        if (field.get("name") or "").lower() == "content-length":
+            value = (field.text or "").strip()
+            plain = value.isascii() and value.isdigit() and len(value) <= _LENGTH_DIGITS
+            return int(value) if plain else 0
+    return 0
 
 
 def carried_resource(didl: etree._Element) -> CarriedResource | None:

@@ -40,38 +40,51 @@ from harvester.listedfetch import ListedFetch, Shard
 from harvester.summary import Progress, Summary
 
 AUTO_MIN = 2000  # resources below which one process fetches, unless told otherwise
+AUTO_MIN_BYTES = 32 * 1024 * 1024  # ... unless a list declared this many bytes due
 AUTO_MAX = 4  # processes the default uses at most, one a core
 SHOW_EVERY_S = 0.1  # the sum of all processes' progress is made at most this often
 _SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the progress
 
 
-def process_count(wanted: int, remaining: int, delay: float, connections: int) -> int:
+def process_count(
+    wanted: int, remaining: int, delay: float, connections: int, due_bytes: int = 0
+) -> int:
     """How many processes fetch ``remaining`` resources: ``wanted`` when given (> 0), else
-    one a core (at most ``AUTO_MAX``) from ``AUTO_MIN`` resources on; always one with a
+    one a core (at most ``AUTO_MAX``) from ``AUTO_MIN`` resources or ``AUTO_MIN_BYTES``
+    declared bytes (``due_bytes``, when the list told sizes) on; always one with a
     ``--delay`` (the pause between requests to a host must hold across them), and never more
     than there are resources or ``connections`` (the fewer of ``per_host`` and
     ``concurrency``: each process needs one). (A job shared over a database never comes
     here: its workers split it by host.)
 
+    Below ``AUTO_MIN`` small files, a second process slows the run: the provider, not the
+    harvester, sets their pace, and the child's start costs more than it takes over. Large
+    files are the other way round: their digests and compression bound one process, so a
+    list that declares many bytes due gets a process a core however few files they are.
+
     >>> process_count(0, 100, 0, 8), process_count(3, 100, 0, 8), process_count(3, 100, 0.5, 8)
     (1, 3, 1)
     >>> process_count(4, 100, 0, 2)
     2
+    >>> process_count(0, 100, 0, 8, due_bytes=AUTO_MIN_BYTES) == min(os.cpu_count() or 1, 4)
+    True
     """
     if delay > 0 or remaining < 2:
         return 1
     if wanted <= 0:
-        wanted = min(os.cpu_count() or 1, AUTO_MAX) if remaining >= AUTO_MIN else 1
+        many = remaining >= AUTO_MIN or due_bytes >= AUTO_MIN_BYTES
+        wanted = min(os.cpu_count() or 1, AUTO_MAX) if many else 1
     return max(1, min(wanted, remaining, connections))
 
 
-def fetch_in_processes(fetch: ListedFetch, wanted: int) -> None:
+def fetch_in_processes(fetch: ListedFetch, wanted: int, due_bytes: int = 0) -> None:
     """Fetch every due resource of ``fetch`` over as many processes as
-    :func:`process_count` says for ``wanted`` (this one included)."""
+    :func:`process_count` says for ``wanted`` and the list's ``due_bytes`` (this one
+    included)."""
     total = fetch.remaining()
     settings = fetch.settings
     connections = min(settings.per_host, settings.concurrency)
-    count = process_count(wanted, total, settings.delay, connections)
+    count = process_count(wanted, total, settings.delay, connections, due_bytes)
     if count == 1:
         asyncio.run(fetch.pending(total=total))
         return

@@ -154,7 +154,9 @@ class Harvest:
                 lister.on_page = follower.follow
             list_complete = lister.run(self._expired)
         self._write_deletions(recorder)
-        fetch_in_processes(self._listed_fetch(recorder, lister), self.settings.fetch_processes)
+        declared = lister.referenced_bytes if isinstance(lister, Lister) else 0
+        fetch = self._listed_fetch(recorder, lister)
+        fetch_in_processes(fetch, self.settings.fetch_processes, due_bytes=declared)
         if list_complete and not self._expired():
             lister.advance_from()
 

@@ -49,7 +49,8 @@ class Lister:
     yet) the first page decides whether it is a mod_oai site or a records repository.
     ``on_page`` is handed each page's URLs once the page is in the state (and a ``didl``
     page's carried files are archived), and the seconds the page took to arrive: a
-    :class:`~harvester.listfollower.ListFollower`."""
+    :class:`~harvester.listfollower.ListFollower`. ``referenced_bytes`` sums the sizes the
+    ``didl`` pages declare for the files they name by reference only, for the fetch step."""
 
     settings: HarvestSettings
     state: State
@@ -58,6 +59,7 @@ class Lister:
     summary: Summary
     decide_mode: bool = field(default=False, kw_only=True)
     on_page: Callable[[list[str], float], None] | None = field(default=None, kw_only=True)
+    referenced_bytes: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self._deciding = self.decide_mode
@@ -128,6 +130,7 @@ class Lister:
                 self.summary.listed += len(listed)
                 if page is not None:
                     self._archive_page(page)
+                    self.referenced_bytes += page.referenced_bytes
                     with self.state.transaction():
                         self.state.lists.page(key, page_token, response_date)
                 before = page_token

@@ -6,12 +6,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+from pathlib import Path
 
 import pytest
 from lxml import etree
 
 from harvester.archive.didl import DIDL_NS, PRES_NS
-from harvester.carried import carried_resource
+from harvester.carried import carried_page, carried_resource
+from harvester.oai import OAIClient
+from server_module.index import FileIndex
+from tests.conftest import start_provider
 
 BODY = bytes(range(256)) * 5 + b"end"
 
@@ -64,3 +68,32 @@ def test_bytes_that_do_not_match_the_sha256_are_fetched_by_reference(
     with caplog.at_level(logging.WARNING, logger="harvester.carried"):
         assert carried_resource(didl(encoded, hashlib.sha256(b"other").hexdigest())) is None
     assert "do not match its digest" in caplog.text
+
+
+def test_a_page_sums_the_sizes_it_declares_for_the_files_it_does_not_carry(
+    tmp_path: Path,
+) -> None:
+    """What the fetch step is told is due after the list: the Content-Length of every file
+    above the provider's ``inline_max``, as each DIDL's ``http_header`` declares it; nothing
+    for a carried file or a deletion."""
+    root = tmp_path / "www"
+    root.mkdir()
+    sizes = {"a.txt": 100, "b.bin": 5_000, "c.bin": 7_000, "d.txt": 300, "gone.bin": 9_000}
+    for name, size in sizes.items():
+        (root / name).write_bytes(b"x" * size)
+    index = tmp_path / "index.sqlite"
+    with start_provider(root, index, inline_max=1_000, records_page_size=2) as server:
+        (root / "gone.bin").unlink()
+        with FileIndex(index, root, server.url) as files:
+            files.refresh()
+        with OAIClient(server.url + "/oai") as oai:
+            pages = [carried_page(raw) for raw in oai.list_records_raw(metadata_prefix="oai_didl")]
+    assert len(pages) == 3
+    assert sum(p.referenced_bytes for p in pages) == 5_000 + 7_000
+    for page in pages:
+        referenced = [
+            sizes[r.header.identifier.rsplit("/", 1)[1]]
+            for r, c in zip(page.raw.records, page.carried, strict=True)
+            if c is None and not r.header.deleted
+        ]
+        assert page.referenced_bytes == sum(referenced)

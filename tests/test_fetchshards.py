@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.repair import verify_warc
-from harvester.fetchshards import _SLOT, _with_children
+from harvester.fetchshards import _SLOT, AUTO_MAX, AUTO_MIN_BYTES, _with_children
 from harvester.summary import Summary
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
@@ -211,6 +212,28 @@ def test_didl_lists_in_threads_then_fetches_the_larger_files_in_processes(
         assert summary["fetched"] == len(site.public) and summary["coverage"] == 1.0
         assert len(writers(out)) == 2, "the list's process, then it and one forked fetching"
         assert_archived_once(out, server, site, kinds=("response", "resource"))
+
+
+def test_didl_forks_for_a_few_large_files_when_its_list_declares_their_bytes(
+    tmp_path: Path,
+) -> None:
+    """By default a few files are fetched by one process, but the ``didl`` list declares
+    the sizes of the files it does not carry: from ``AUTO_MIN_BYTES`` on, a process a core
+    fetches them (large files bound one process's digests and compression)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    large = AUTO_MIN_BYTES // 16 + 1  # 16 files: all in one process's share once in 2**15
+    for n in range(16):
+        (root / f"big-{n}.bin").write_bytes(bytes([n]) * large)
+    (root / "small.txt").write_bytes(b"carried by value")
+    with start_provider(root, tmp_path / "index.sqlite") as server:
+        out = tmp_path / "out"
+        code, summary, err = run(server, out, "--oai-strategy", "didl")
+        assert (code, err) == (0, "")
+        assert summary["fetched"] == 17 and summary["bytes"] == 16 * large + 16
+        assert len(writers(out)) == min(os.cpu_count() or 1, AUTO_MAX)
+        got = run(server, tmp_path / "get", "--oai-strategy", "get")
+        assert got[0] == 0 and len(writers(tmp_path / "get")) == 1, "get lists no sizes"
 
 
 def test_the_processes_share_the_per_host_connections(tmp_path: Path) -> None:
