@@ -65,7 +65,7 @@ OAI_NS = "http://www.openarchives.org/OAI/2.0/"
 _OAI = "{" + OAI_NS + "}"
 
 MAX_REDIRECTS = 5
-CHUNK_SIZE = 64 * 1024
+CHUNK_SIZE = 1024 * 1024  # the most a read takes: few reads (GIL round trips) for a large page
 # §3.1.3: a harvester that sends Accept-Encoding must list identity with a non-zero qvalue.
 ACCEPT_ENCODING = "gzip, deflate, identity"
 # The rest of the request's head, as requests sends it by default.

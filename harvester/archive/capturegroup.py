@@ -25,6 +25,7 @@ from harvester.archive.recordbytes import (
     http_block,
     record_member,
     sha1_base32,
+    warc_block_digest,
     warc_digest,
 )
 from harvester.archive.records import REVISIT_PROFILES
@@ -139,12 +140,13 @@ def exchange_group(stamp: Stamp, exchange: HttpExchange) -> list[Built] | None:
 @dataclass(frozen=True)
 class CarriedBody:
     """A file carried by value, made ready for its record (:func:`carried_body`): its
-    digests, the HTTP head its ``response`` record holds (None for a ``resource`` record),
-    and the bytes compressed."""
+    digests, the HTTP head its ``response`` record holds (None for a ``resource`` record)
+    with that block's digest, and the bytes compressed."""
 
     body: bytes
     payload: Payload
     http: bytes | None
+    block_digest: str | None  # of ``http`` then ``body``; None without ``http``
     compressed: Deflated | None  # None for a small body, compressed with its record at once
 
 
@@ -156,15 +158,16 @@ def carried_body(
     the pages ahead). ``headers`` are the provider's (none: a ``resource`` record);
     ``payload`` its digests when known. None when the head is not ASCII (warcio's then)."""
     payload = payload or Payload.of(body)
-    http = None
+    http = block = None
     if headers:
         http = http_block(
             "HTTP/1.1", "200 OK", [f for f in headers if f[0].lower() not in HOP_BY_HOP]
         )
         if http is None:
             return None
+        block = warc_block_digest(http, body)
     compressed = deflated(body) if len(body) > ONE_SHOT_BYTES else None
-    return CarriedBody(body, payload, http, compressed)
+    return CarriedBody(body, payload, http, block, compressed)
 
 
 def carried(
@@ -187,6 +190,7 @@ def carried(
     made = stamp()
     member = record_member(kind, made, url, [], content_type=content_type,
                            http=ready.http or b"", payload=ready.body, payload_digest=digest,
+                           block_digest=ready.block_digest,
                            compressed=ready.compressed)  # fmt: skip
     capture = CaptureFields(url, media_type(mime_seen), status, digest)
     return Built(made[0], made[1], member, capture)

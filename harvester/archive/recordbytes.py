@@ -137,15 +137,17 @@ def record_member(
     http: bytes = b"",
     payload: bytes = b"",
     payload_digest: str | None = None,
+    block_digest: str | None = None,
     compressed: Deflated | None = None,
 ) -> bytes:
     """One record as a gzip member; ``stamp`` is its (WARC-Record-ID, WARC-Date).
 
     ``fields`` follow WARC-Target-URI (left out when ``target_uri`` is empty); the block is
     ``http`` then ``payload``. WARC-Payload-Digest is ``payload_digest`` when the caller knows
-    it already, else computed from ``payload``. ``compressed`` is ``payload`` already
-    compressed (:func:`deflated`). A revisit has an HTTP block and no payload, and gets no
-    WARC-Payload-Digest here: its ``fields`` carry the original's.
+    it already, else computed from ``payload``; WARC-Block-Digest likewise ``block_digest``.
+    ``compressed`` is ``payload`` already compressed (:func:`deflated`). A revisit has an
+    HTTP block and no payload, and gets no WARC-Payload-Digest here: its ``fields`` carry the
+    original's.
     """
     if warc_type == "revisit":
         if payload or not http:
@@ -158,7 +160,7 @@ def record_member(
     given = "".join([f"{name}: {value}\r\n" for name, value in fields]) if fields else ""
     if payload_field is not None:
         given += f"WARC-Payload-Digest: {payload_field}\r\n"
-    block = _block_digest(http, payload) if http else payload_field
+    block = block_digest or (warc_block_digest(http, payload) if http else payload_field)
     head = (
         f"WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {stamp[0]}\r\n"
         f"WARC-Date: {stamp[1]}\r\n{target}{given}WARC-Block-Digest: {block}\r\n"
@@ -169,7 +171,8 @@ def record_member(
     return gzip_parts((head.encode("utf-8"), http, payload, b"\r\n\r\n"))
 
 
-def _block_digest(http: bytes, payload: bytes) -> str:
+def warc_block_digest(http: bytes, payload: bytes) -> str:
+    """The WARC-Block-Digest of a block of ``http`` then ``payload``."""
     digest = hashlib.sha1(http)
     digest.update(payload)
     return "sha1:" + sha1_base32(digest.digest())
