@@ -40,7 +40,8 @@ from harvester.listedfetch import ListedFetch, Shard
 from harvester.summary import Progress, Summary
 
 AUTO_MIN = 2000  # resources below which one process fetches, unless told otherwise
-AUTO_MIN_BYTES = 32 * 1024 * 1024  # ... unless a list declared this many bytes due
+AUTO_MIN_BYTES = 32 * 1024 * 1024  # ... unless this many bytes are due (declared or sampled)
+SAMPLE = 8  # resources fetched first to guess the bytes due when the list told no sizes
 AUTO_MAX = 4  # processes the default uses at most, one a core
 SHOW_EVERY_S = 0.1  # the sum of all processes' progress is made at most this often
 _SLOT = struct.Struct("qq")  # a child's (resources finished, bytes) for the progress
@@ -51,16 +52,16 @@ def process_count(
 ) -> int:
     """How many processes fetch ``remaining`` resources: ``wanted`` when given (> 0), else
     one a core (at most ``AUTO_MAX``) from ``AUTO_MIN`` resources or ``AUTO_MIN_BYTES``
-    declared bytes (``due_bytes``, when the list told sizes) on; always one with a
-    ``--delay`` (the pause between requests to a host must hold across them), and never more
-    than there are resources or ``connections`` (the fewer of ``per_host`` and
+    bytes due (``due_bytes``: as the list declared, or guessed from a sample) on; always
+    one with a ``--delay`` (the pause between requests to a host must hold across them), and
+    never more than there are resources or ``connections`` (the fewer of ``per_host`` and
     ``concurrency``: each process needs one). (A job shared over a database never comes
     here: its workers split it by host.)
 
     Below ``AUTO_MIN`` small files, a second process slows the run: the provider, not the
     harvester, sets their pace, and the child's start costs more than it takes over. Large
-    files are the other way round: their digests and compression bound one process, so a
-    list that declares many bytes due gets a process a core however few files they are.
+    files are the other way round: their digests and compression bound one process, so many
+    bytes due get a process a core however few files they are.
 
     >>> process_count(0, 100, 0, 8), process_count(3, 100, 0, 8), process_count(3, 100, 0.5, 8)
     (1, 3, 1)
@@ -80,11 +81,17 @@ def process_count(
 def fetch_in_processes(fetch: ListedFetch, wanted: int, due_bytes: int = 0) -> None:
     """Fetch every due resource of ``fetch`` over as many processes as
     :func:`process_count` says for ``wanted`` and the list's ``due_bytes`` (this one
-    included)."""
+    included). When the count alone keeps one process and the list declared no sizes (an
+    OAI-PMH header has none), the first ``SAMPLE`` resources are fetched before the fork,
+    and the bytes due are guessed from theirs."""
     total = fetch.remaining()
     settings = fetch.settings
     connections = min(settings.per_host, settings.concurrency)
     count = process_count(wanted, total, settings.delay, connections, due_bytes)
+    bytes_decide = process_count(wanted, total, settings.delay, connections, AUTO_MIN_BYTES) > 1
+    if count == 1 and bytes_decide and not due_bytes and total > SAMPLE:
+        due_bytes = _sampled(fetch, total)  # the list told no sizes: the first files do
+        count = process_count(wanted, fetch.remaining(), settings.delay, connections, due_bytes)
     if count == 1:
         asyncio.run(fetch.pending(total=total))
         return
@@ -113,6 +120,15 @@ def fetch_in_processes(fetch: ListedFetch, wanted: int, due_bytes: int = 0) -> N
     finally:
         ended = [child.wait(show) for child in children]
     _merge(summary, ended)
+
+
+def _sampled(fetch: ListedFetch, total: int) -> int:
+    """The bytes still due, guessed from the first ``SAMPLE`` resources, fetched here."""
+    summary = fetch.summary
+    done, size = summary.fetched + summary.unchanged + summary.failed, summary.bytes
+    asyncio.run(fetch.pending(total=total, most=SAMPLE))
+    taken = summary.fetched + summary.unchanged + summary.failed - done
+    return (summary.bytes - size) * fetch.remaining() // max(taken, 1)
 
 
 def _part(total: int, count: int, index: int) -> int:

@@ -13,6 +13,7 @@ processes (:mod:`harvester.fetchshards`) can share one SQLite state.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import zlib
@@ -148,11 +149,15 @@ class ListedFetch:
         return self.state.count(self.settings.site_url, ACTIVE, due=self._due())
 
     async def pending(
-        self, hosts: set[str] | None = None, shard: Shard = Shard(), total: int | None = None
+        self,
+        hosts: set[str] | None = None,
+        shard: Shard = Shard(),
+        total: int | None = None,
+        most: int | None = None,
     ) -> int:
-        """Fetch every due resource (with ``hosts``, only theirs; only ``shard``'s part); the
-        resources are read from the state in pages, so memory stays flat. Returns how many
-        commits took any."""
+        """Fetch every due resource (with ``hosts``, only theirs; only ``shard``'s part; only
+        the first ``most``); the resources are read from the state in pages, so memory stays
+        flat. Returns how many commits took any."""
         site = self.settings.site_url
         total = self.remaining() if total is None else total
         todo = self.state.resources(site, ACTIVE, due=self._due())
@@ -160,6 +165,8 @@ class ListedFetch:
             todo = (r for r in todo if (urlsplit(r.url).hostname or "") in hosts)
         if shard.count > 1:
             todo = (r for r in todo if r.url in shard)
+        if most is not None:
+            todo = itertools.islice(todo, most)
         rounds = 0
         async with self.fetcher() as fetcher:
             taken = True

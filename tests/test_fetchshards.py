@@ -20,7 +20,7 @@ import pytest
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.repair import verify_warc
-from harvester.fetchshards import _SLOT, AUTO_MAX, AUTO_MIN_BYTES, _with_children
+from harvester.fetchshards import _SLOT, AUTO_MAX, AUTO_MIN_BYTES, SAMPLE, _with_children
 from harvester.summary import Summary
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
@@ -95,10 +95,13 @@ def test_two_processes_archive_every_file_once(
 def test_a_small_site_is_fetched_by_one_process_by_default(
     served: tuple[Manifest, RunningServer], tmp_path: Path
 ) -> None:
+    """Its first ``SAMPLE`` files (a commit of their own) tell few bytes are due: the rest
+    is fetched by the same process, every file once."""
     site, server = served
     code, summary, _err = run(server, tmp_path / "out")
-    assert code == 0 and summary["fetched"] == len(site.public)
+    assert code == 0 and summary["fetched"] == len(site.public) > SAMPLE
     assert len(writers(tmp_path / "out")) == 1
+    assert_archived_once(tmp_path / "out", server, site)
 
 
 def test_a_killed_fetching_process_fails_the_run_and_the_rerun_finishes(
@@ -214,26 +217,36 @@ def test_didl_lists_in_threads_then_fetches_the_larger_files_in_processes(
         assert_archived_once(out, server, site, kinds=("response", "resource"))
 
 
-def test_didl_forks_for_a_few_large_files_when_its_list_declares_their_bytes(
-    tmp_path: Path,
-) -> None:
-    """By default a few files are fetched by one process, but the ``didl`` list declares
-    the sizes of the files it does not carry: from ``AUTO_MIN_BYTES`` on, a process a core
-    fetches them (large files bound one process's digests and compression)."""
-    root = tmp_path / "www"
+@pytest.fixture(scope="module")
+def large_files(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServer, int]]:
+    """24 files of just over ``AUTO_MIN_BYTES / 16`` and a small one, served; and that size."""
+    root = tmp_path_factory.mktemp("large") / "www"
     root.mkdir()
-    large = AUTO_MIN_BYTES // 16 + 1  # 16 files: all in one process's share once in 2**15
-    for n in range(16):
-        (root / f"big-{n}.bin").write_bytes(bytes([n]) * large)
+    size = AUTO_MIN_BYTES // 16 + 1
+    for n in range(24):
+        (root / f"big-{n}.bin").write_bytes(bytes([n]) * size)
     (root / "small.txt").write_bytes(b"carried by value")
-    with start_provider(root, tmp_path / "index.sqlite") as server:
-        out = tmp_path / "out"
-        code, summary, err = run(server, out, "--oai-strategy", "didl")
-        assert (code, err) == (0, "")
-        assert summary["fetched"] == 17 and summary["bytes"] == 16 * large + 16
-        assert len(writers(out)) == min(os.cpu_count() or 1, AUTO_MAX)
-        got = run(server, tmp_path / "get", "--oai-strategy", "get")
-        assert got[0] == 0 and len(writers(tmp_path / "get")) == 1, "get lists no sizes"
+    with start_provider(root, root.parent / "index.sqlite") as server:
+        yield server, size
+
+
+@pytest.mark.parametrize("strategy", ["didl", "get"])
+def test_a_few_large_files_are_fetched_by_a_process_a_core(
+    large_files: tuple[RunningServer, int], strategy: str, tmp_path: Path
+) -> None:
+    """Fewer than ``AUTO_MIN`` files, but large ones: their digests and compression bound one
+    process, so a process a core fetches them by default. Strategy ``didl`` knows their
+    bytes from its list (the DIDLs' Content-Length of the files not carried); ``get``'s list
+    tells no sizes, so it guesses them from its first ``SAMPLE`` files (here 16 remain:
+    32 MiB). 16 files or more left: all in one process's share once in 2**15."""
+    server, size = large_files
+    out = tmp_path / "out"
+    code, summary, err = run(server, out, "--oai-strategy", strategy)
+    assert (code, err) == (0, "")
+    assert summary["fetched"] == 25 and summary["bytes"] == 24 * size + 16
+    assert len(writers(out)) == min(os.cpu_count() or 1, AUTO_MAX)
+    for path in (out / "warcs").iterdir():
+        assert verify_warc(path) > 0
 
 
 def test_the_processes_share_the_per_host_connections(tmp_path: Path) -> None:
