@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from coop_common.settings import load
+from server_module.formats import INLINE_MAX
 from server_module.publicpaths import DEFAULT_EXCLUDES
 
 ENV_PREFIX = "OAI_PROVIDER_"
@@ -32,7 +33,7 @@ class ProviderSettings:
     page_size: int = 1000  # headers per ListIdentifiers page
     records_page_size: int = 250  # records per ListRecords page
     page_bytes: int = 8 * 1024 * 1024  # ListRecords pages are cut by size too (oai_didl)
-    inline_max: int = 1024 * 1024  # files up to this size go into oai_didl by value
+    inline_max: int = INLINE_MAX  # files up to this size go into oai_didl by value
     refresh_interval: float = 300.0  # seconds between index refreshes; 0: no refresh at all
     watch: bool = True  # also refresh within seconds of a change under docroot (inotify)
     token_ttl: int = 7 * 24 * 3600  # resumption tokens expire after a week

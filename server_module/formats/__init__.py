@@ -15,6 +15,12 @@ from typing import Protocol
 from server_module.publicpaths import DEFAULT_EXCLUDES
 from server_module.records import FileRecord
 
+# Files up to this size go into oai_didl by value. Above about 256 KiB a file costs both sides
+# less by reference: carried, it is a third larger (base64), rendered, parsed and decoded in
+# the list's one chain of pages; by reference, it is a sendfile here and a GET the harvester
+# spreads over its processes (bench/README.md, ``### Issue 15, session 12``).
+INLINE_MAX = 256 * 1024
+
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 
 
@@ -24,7 +30,7 @@ class FormatContext:
 
     docroot: Path
     schema_base: str  # URL under which the provider serves the schemas this project authors
-    inline_max: int = 1024 * 1024
+    inline_max: int = INLINE_MAX
     exclude: tuple[str, ...] = DEFAULT_EXCLUDES  # the public-path rules files are opened by
     allow_outside: tuple[Path, ...] = ()
 
