@@ -88,8 +88,8 @@ def fetch_in_processes(fetch: ListedFetch, wanted: int, due_bytes: int = 0) -> N
     settings = fetch.settings
     connections = min(settings.per_host, settings.concurrency)
     count = process_count(wanted, total, settings.delay, connections, due_bytes)
-    bytes_decide = process_count(wanted, total, settings.delay, connections, AUTO_MIN_BYTES) > 1
-    if count == 1 and bytes_decide and not due_bytes and total > SAMPLE:
+    bytes_may_fork = process_count(wanted, total, settings.delay, connections, AUTO_MIN_BYTES) > 1
+    if count == 1 and bytes_may_fork and not due_bytes and total > SAMPLE:
         due_bytes = _sampled(fetch, total)  # the list told no sizes: the first files do
         count = process_count(wanted, fetch.remaining(), settings.delay, connections, due_bytes)
     if count == 1:
