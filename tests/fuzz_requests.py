@@ -280,6 +280,9 @@ def send_socket(
         head += [b"Content-Type: " + FORM.encode(), b"Content-Length: %d" % len(wire.body)]
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.sendall(b"\r\n".join(head) + b"\r\n\r\n" + (wire.body or b""))
+        # Nothing more to send: a server that drains an unread body until the end of the
+        # stream (werkzeug's, after refusing one too large) sees it at once, not at our timeout.
+        sock.shutdown(socket.SHUT_WR)
         data = _read_all(sock, time.monotonic() + timeout)
     status_line, _, rest = data.partition(b"\r\n")
     header_block, _, body = rest.partition(b"\r\n\r\n")

@@ -6,6 +6,7 @@ query string. The long run is ``bench/fuzz.py``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -106,6 +107,17 @@ def test_raw_bytes_to_werkzeug_obey_the_oracle(
     corpus = socket_corpus(dev_server)
     wire = data.draw(wires(corpus, wire_safe=True, raw_high=False), label="wire")
     check(*send_socket(dev_server.host, dev_server.port, wire), wire, corpus)
+
+
+def test_a_request_too_large_is_refused_at_once_over_a_socket(dev_server: RunningServer) -> None:
+    """The provider refuses a body over ``max_request_bytes`` unread; werkzeug then drains
+    it until the end of the stream, which the socket client marks by half-closing after its
+    request (a drawn body that large once made the test above wait out its timeout)."""
+    wire = Wire("POST", b"", b"verb=Identify&x=" + b"A" * 9000)
+    started = time.monotonic()
+    status, _content_type, body = send_socket(dev_server.host, dev_server.port, wire, timeout=5)
+    assert status == 200 and b'code="badArgument"' in body and b"too large" in body
+    assert time.monotonic() - started < 5
 
 
 def test_the_corpus_covers_every_list_page(corpus: Corpus, fuzz_site: Manifest) -> None:
