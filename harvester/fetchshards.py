@@ -85,13 +85,7 @@ def fetch_in_processes(fetch: ListedFetch, wanted: int, due_bytes: int = 0) -> N
     OAI-PMH header has none), the first ``SAMPLE`` resources are fetched before the fork,
     and the bytes due are guessed from theirs."""
     total = fetch.remaining()
-    settings = fetch.settings
-    connections = min(settings.per_host, settings.concurrency)
-    count = process_count(wanted, total, settings.delay, connections, due_bytes)
-    bytes_may_fork = process_count(wanted, total, settings.delay, connections, AUTO_MIN_BYTES) > 1
-    if count == 1 and bytes_may_fork and not due_bytes and total > SAMPLE:
-        due_bytes = _sampled(fetch, total)  # the list told no sizes: the first files do
-        count = process_count(wanted, fetch.remaining(), settings.delay, connections, due_bytes)
+    count = _processes(fetch, wanted, total, due_bytes)
     if count == 1:
         asyncio.run(fetch.pending(total=total))
         return
@@ -102,8 +96,7 @@ def fetch_in_processes(fetch: ListedFetch, wanted: int, due_bytes: int = 0) -> N
     children: list[_Child] = []
 
     def show() -> None:
-        done = summary.fetched + summary.unchanged + summary.failed
-        mine.progress(summary, max(total - done, 0))
+        mine.progress(summary, max(total - summary.finished, 0))
 
     try:
         fetch.state.close()
@@ -122,13 +115,24 @@ def fetch_in_processes(fetch: ListedFetch, wanted: int, due_bytes: int = 0) -> N
     _merge(summary, ended)
 
 
-def _sampled(fetch: ListedFetch, total: int) -> int:
-    """The bytes still due, guessed from the first ``SAMPLE`` resources, fetched here."""
+def _processes(fetch: ListedFetch, wanted: int, total: int, due_bytes: int) -> int:
+    """:func:`process_count` for ``fetch``; when only the bytes due could make it more than
+    one and the list declared none, the first ``SAMPLE`` resources are fetched here and the
+    bytes still due guessed from theirs."""
+    settings = fetch.settings
+    connections = min(settings.per_host, settings.concurrency)
+
+    def count(remaining: int, due: int) -> int:
+        return process_count(wanted, remaining, settings.delay, connections, due)
+
+    if due_bytes or total <= SAMPLE or count(total, 0) > 1 or count(total, AUTO_MIN_BYTES) == 1:
+        return count(total, due_bytes)
     summary = fetch.summary
-    done, size = summary.fetched + summary.unchanged + summary.failed, summary.bytes
+    finished, size = summary.finished, summary.bytes
     asyncio.run(fetch.pending(total=total, most=SAMPLE))
-    taken = summary.fetched + summary.unchanged + summary.failed - done
-    return (summary.bytes - size) * fetch.remaining() // max(taken, 1)
+    remaining = fetch.remaining()
+    taken = max(summary.finished - finished, 1)
+    return count(remaining, (summary.bytes - size) * remaining // taken)
 
 
 def _part(total: int, count: int, index: int) -> int:
@@ -230,8 +234,7 @@ def _fetch_share(
     at = _SLOT.size * shard.index
 
     def progress(summary: Summary, _remaining: int) -> None:  # shown by the parent
-        done = summary.fetched + summary.unchanged + summary.failed
-        _SLOT.pack_into(counters, at, done, summary.bytes)
+        _SLOT.pack_into(counters, at, summary.finished, summary.bytes)
 
     with _share(fetch, shard).apart(progress=progress) as mine:
         asyncio.run(mine.pending(shard=shard, total=total))

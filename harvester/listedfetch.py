@@ -206,8 +206,7 @@ class ListedFetch:
         async def worker() -> None:
             while (res := take()) is not None:
                 await self.one(fetcher, self.recorder, res, marks)
-                done = self.summary.fetched + self.summary.unchanged + self.summary.failed
-                self.progress(self.summary, max(total - done, 0))
+                self.progress(self.summary, max(total - self.summary.finished, 0))
 
         workers = workers_for(self.settings.concurrency, self.settings.per_host, len(origins))
         await asyncio.gather(*(worker() for _ in range(workers)))

@@ -69,7 +69,7 @@ class ProgressReporter:
             self._bar.stop()
 
     def __call__(self, summary: Summary, remaining: int) -> None:
-        done = summary.fetched + summary.unchanged + summary.failed
+        done = summary.finished
         status = f"listed {summary.listed} fetched {done} left {remaining}"
         if self._bar is not None and self._task is not None:
             elapsed = max(self.clock() - self._started, 1e-6)

@@ -31,6 +31,11 @@ class Summary:
     errors: list[str] = field(default_factory=list)
 
     @property
+    def finished(self) -> int:
+        """Resources this run's fetches are done with: fetched, unchanged or failed."""
+        return self.fetched + self.unchanged + self.failed
+
+    @property
     def coverage(self) -> float:
         """Archived or accounted-for resources over all resources the provider lists."""
         return 1.0 if self.known == 0 else self.archived / self.known
