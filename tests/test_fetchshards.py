@@ -21,6 +21,7 @@ import pytest
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.repair import verify_warc
 from harvester.fetchshards import _SLOT, AUTO_MAX, AUTO_MIN_BYTES, SAMPLE, _with_children
+from harvester.listedfetch import Shard
 from harvester.summary import Summary
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
@@ -247,6 +248,17 @@ def test_a_few_large_files_are_fetched_by_a_process_a_core(
     assert len(writers(out)) == min(os.cpu_count() or 1, AUTO_MAX)
     for path in (out / "warcs").iterdir():
         assert verify_warc(path) > 0
+
+
+def test_files_named_in_sequence_are_split_between_two_processes() -> None:
+    """The URLs of ``f0.bin`` ... ``f7.bin`` differ only in the last digit's three low bits,
+    which never changed their CRC-32 modulo 2: all went to one process, which fetched them
+    while the other had nothing to do."""
+    for port in (80, 8000, 41234):
+        urls = [f"http://127.0.0.1:{port}/f{n}.bin" for n in range(8)]
+        mine = [url in Shard(0, 2) for url in urls]
+        assert any(mine) and not all(mine), port
+        assert [url in Shard(1, 2) for url in urls] == [not m for m in mine]
 
 
 def test_the_processes_share_the_per_host_connections(tmp_path: Path) -> None:
