@@ -14,7 +14,9 @@ import asyncio
 import base64
 import gzip
 import hashlib
+import io
 import json
+import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive import capturegroup, recordbytes
 from harvester.archive.recordbytes import sha1_base32
@@ -259,3 +262,24 @@ def test_a_payload_compressed_apart_makes_the_member_compressed_whole(size: int)
     apart = recordbytes.record_member(*args, **kwargs, compressed=recordbytes.deflated(payload))  # type: ignore[arg-type]
     assert gzip.decompress(apart) == gzip.decompress(whole)
     assert zlib.decompressobj(31).decompress(apart) == gzip.decompress(whole)
+
+
+def test_a_large_payload_that_does_not_compress_is_stored_as_it_is() -> None:
+    """Random mebibytes (a JPEG's, a ZIP's) go into the member as they are, in deflate's
+    stored blocks, and a compressible one after them is still compressed; warcio reads the
+    record back with both digests right."""
+    noise, text = os.urandom(2 * recordbytes.CHUNK_BYTES), b"<p>compressible</p>\n" * 60_000
+    payload = noise + text
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\n\r\n"
+    member = recordbytes.record_member(
+        "response", ("<urn:uuid:1>", "2024-05-01T12:00:00Z"), "http://h/a.jpg", [],
+        content_type="application/http; msgtype=response", http=http, payload=payload,
+    )  # fmt: skip
+    second = recordbytes.CHUNK_BYTES  # a stored block holds up to 65,535 bytes
+    assert noise[:65_535] in member and noise[second : second + 65_535] in member, "stored"
+    assert len(member) < len(noise) + len(text) // 10, "the text part still compressed"
+    read = [
+        r.content_stream().read()
+        for r in ArchiveIterator(io.BytesIO(member), check_digests="raise")
+    ]
+    assert read == [payload]
