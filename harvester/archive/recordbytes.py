@@ -257,7 +257,7 @@ def _gzip_around(front: bytes, middle: Deflated, back: bytes) -> bytes:
     return b"".join((GZIP_HEADER, *body, crc.to_bytes(4, "little"), size.to_bytes(4, "little")))
 
 
-def _blocks(data: bytes, *, last: bool) -> bytes:
+def _blocks(data: bytes | memoryview, *, last: bool) -> bytes:
     """``data`` as raw deflate blocks: ending the stream, or byte-aligned for more to follow."""
     compressor = isal_zlib.compressobj(ISAL_LEVEL, isal_zlib.DEFLATED, RAW_WBITS)
     return compressor.compress(data) + compressor.flush(
