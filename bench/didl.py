@@ -7,7 +7,7 @@ every run):
 1. the ``bench harvest`` site: ``tests.sites.make_site`` with about ``--files`` files;
 2. a site of larger files: ``--large`` files of 200 KB to 2 MB, half of them incompressible
    (as images and archives are), half text, all linked from ``index.html`` (the provider
-   carries files up to its ``inline_max``, 256 KiB, by value; the larger ones by reference).
+   carries files up to its ``inline_max``, 64 KiB, by value; the larger ones by reference).
 
 On each site the three contenders take turns, ``--runs`` times, each into a fresh folder.
 Each run reports its wall seconds, the client's CPU seconds (user + system from ``wait4``),

@@ -15,11 +15,13 @@ from typing import Protocol
 from server_module.publicpaths import DEFAULT_EXCLUDES
 from server_module.records import FileRecord
 
-# Files up to this size go into oai_didl by value. Above about 256 KiB a file costs both sides
-# less by reference: carried, it is a third larger (base64), rendered, parsed and decoded in
-# the list's one chain of pages; by reference, it is a sendfile here and a GET the harvester
-# spreads over its processes (bench/README.md, ``### Issue 15, session 12``).
-INLINE_MAX = 256 * 1024
+# Files up to this size go into oai_didl by value. From about 64 KiB a file costs both sides
+# as little or less by reference: carried, it is a third larger (base64), rendered, parsed and
+# decoded in the list's one chain of pages; by reference, it is a sendfile here and a GET the
+# harvester spreads over its processes. Sites of one file size, carried against by reference:
+# 0.83x the time at 16 KiB, 0.90x at 32 KiB, 0.98-1.14x at 64 KiB, 1.06x at 128 KiB
+# (bench/README.md, ``### Issue 15, session 13``).
+INLINE_MAX = 64 * 1024
 
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 
