@@ -197,7 +197,8 @@ def record_member(
     ``fields`` follow WARC-Target-URI (left out when ``target_uri`` is empty); the block is
     ``http`` then ``payload``. WARC-Payload-Digest is ``payload_digest`` when the caller knows
     it already, else computed from ``payload``; WARC-Block-Digest likewise ``block_digest``.
-    ``compressed`` is ``payload`` already compressed (:func:`deflated`). A revisit has an
+    ``compressed`` is ``payload`` already compressed (:func:`deflated`), which is done here
+    for a payload above :data:`ONE_SHOT_BYTES` when not given. A revisit has an
     HTTP block and no payload, and gets no WARC-Payload-Digest here: its ``fields`` carry the
     original's.
     """
