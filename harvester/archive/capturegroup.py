@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from harvester.archive.cdxline import CaptureFields, media_type
 from harvester.archive.recordbytes import (
     EMPTY_DIGEST,
-    ONE_SHOT_BYTES,
     Built,
     Deflated,
     Field,
-    deflated,
     http_block,
+    large_deflated,
     record_member,
     sha1_base32,
     warc_block_digest,
@@ -166,7 +165,7 @@ def carried_body(
         if http is None:
             return None
         block = warc_block_digest(http, body)
-    compressed = deflated(body) if len(body) > ONE_SHOT_BYTES else None
+    compressed = large_deflated(body)
     return CarriedBody(body, payload, http, block, compressed)
 
 

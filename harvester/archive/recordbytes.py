@@ -37,6 +37,7 @@ __all__ = [
     "deflated",
     "gzip_parts",
     "http_block",
+    "large_deflated",
     "record_member",
     "sha1_base32",
     "warc_digest",
@@ -96,6 +97,12 @@ def deflated(payload: bytes) -> Deflated:
     """``payload`` compressed as :class:`Deflated`: a gzip member made with it
     (:func:`record_member`) inflates to the same bytes as one compressed whole."""
     return Deflated(payload_blocks(payload), isal_zlib.crc32(payload), len(payload))
+
+
+def large_deflated(payload: bytes) -> Deflated | None:
+    """:func:`deflated` for a payload above :data:`ONE_SHOT_BYTES`; None for a smaller one,
+    which is compressed with its record's head in one call (:func:`gzip_parts`)."""
+    return deflated(payload) if len(payload) > ONE_SHOT_BYTES else None
 
 
 def payload_blocks(payload: bytes) -> bytes:
@@ -197,8 +204,8 @@ def record_member(
     ``fields`` follow WARC-Target-URI (left out when ``target_uri`` is empty); the block is
     ``http`` then ``payload``. WARC-Payload-Digest is ``payload_digest`` when the caller knows
     it already, else computed from ``payload``; WARC-Block-Digest likewise ``block_digest``.
-    ``compressed`` is ``payload`` already compressed (:func:`deflated`), which is done here
-    for a payload above :data:`ONE_SHOT_BYTES` when not given. A revisit has an
+    ``compressed`` is ``payload`` already compressed (:func:`large_deflated`), else that is
+    done here. A revisit has an
     HTTP block and no payload, and gets no WARC-Payload-Digest here: its ``fields`` carry the
     original's.
     """
@@ -219,8 +226,7 @@ def record_member(
         f"WARC-Date: {stamp[1]}\r\n{target}{given}WARC-Block-Digest: {block}\r\n"
         f"Content-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
     )
-    if compressed is None and len(payload) > ONE_SHOT_BYTES:
-        compressed = deflated(payload)
+    compressed = compressed or large_deflated(payload)
     if compressed is not None:
         return _gzip_around(head.encode("utf-8") + http, compressed, b"\r\n\r\n")
     return gzip_parts((head.encode("utf-8"), http, payload, b"\r\n\r\n"))
@@ -234,17 +240,14 @@ def warc_block_digest(http: bytes, payload: bytes) -> str:
 
 
 def gzip_parts(parts: tuple[bytes, ...]) -> bytes:
-    """The parts as one gzip member. Up to :data:`ONE_SHOT_BYTES` they are joined and
-    compressed in one call (a small record's compressor object costs more than the copy);
-    above, part by part, without joining them first (a payload may be large).
+    """The parts as one gzip member, joined and compressed in one call (a small record's
+    compressor object costs more than the copy; a payload above :data:`ONE_SHOT_BYTES` is
+    not joined: :func:`record_member` compresses it apart, :func:`large_deflated`).
 
     >>> import gzip; gzip.decompress(gzip_parts((b"WARC/", b"1.1"))) == b"WARC/1.1"
     True
     """
-    if sum(map(len, parts)) <= ONE_SHOT_BYTES:
-        return isal_zlib.compress(b"".join(parts), ISAL_LEVEL, GZIP_WBITS)
-    compressor = isal_zlib.compressobj(ISAL_LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
-    return b"".join([*map(compressor.compress, parts), compressor.flush()])
+    return isal_zlib.compress(b"".join(parts), ISAL_LEVEL, GZIP_WBITS)
 
 
 def _gzip_around(front: bytes, middle: Deflated, back: bytes) -> bytes:
