@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import mmap
 import os
 import select
 import signal
 import struct
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
+from harvester.childprocess import become_child, fork
 from harvester.exceptions import FetchProcessError
 from harvester.listedfetch import ListedFetch, Shard
 from harvester.summary import Progress, Summary
@@ -192,10 +191,7 @@ class _Child:
 
 def _fork(fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap) -> _Child:
     read_end, write_end = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    parent = os.getpid()
-    pid = os.fork()
+    pid, parent = fork()
     if pid == 0:
         os.close(read_end)
         _child(fetch, shard, total, counters, write_end, parent)
@@ -206,17 +202,11 @@ def _fork(fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap) -> 
 def _child(
     fetch: ListedFetch, shard: Shard, total: int, counters: mmap.mmap, out: int, parent: int
 ) -> NoReturn:
-    """A child's whole life: its share fetched, its report written, then ``_exit``; it never
-    returns into the parent's stack (nor runs its finalisers, which would flush the parent's
-    buffers a second time). It writes to the standard streams directly, not through a
-    progress bar's (rich's) redirection, whose lock a thread of the parent may have held."""
+    """A child's whole life (:mod:`harvester.childprocess`): its share fetched, its report
+    written, then ``_exit``."""
     code, report = 1, {}
     try:
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-        signal.set_wakeup_fd(-1)  # an event loop's of the parent (``watch``) is not ours
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        _die_with_parent(parent)
+        become_child(parent)
         report = _fetch_share(fetch, shard, total, counters)
         code = 0
     except BaseException as exc:
@@ -276,12 +266,3 @@ def _merge(summary: Summary, ended: list[tuple[str, dict[str, object]]]) -> None
             f"a fetching process {failures[0]}; what it did not archive stays pending:"
             " run the same command again to finish"
         )
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when ``parent`` dies (elsewhere, nothing)."""
-    if sys.platform.startswith("linux"):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # it died before the call
-        os._exit(1)
