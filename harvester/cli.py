@@ -89,6 +89,12 @@ def cli() -> None:
 @click.option("--max-bytes", type=int, help="Crawl: stop after this many bytes (resumable).")
 @click.option("--delay-factor", type=float, help="Crawl: rest K x the last response time.")
 @click.option("--crawl-per-host", type=int, help="Crawl: connections per host.  [default: 2]")
+@click.option(
+    "--crawl-processes",
+    type=click.IntRange(0, 2),
+    help="Crawl: 2 archives pages in a second process, 1 in the crawling one."
+    "  [default: 0, 2 on two cores or more]",
+)
 @click.option("--schedule", type=click.Choice(["bfs", "performance", "quality", "capability"]))
 @click.option("--score", help="Crawl: the URL score to order by.  [default: backlinks]")
 @click.option("--policy", type=click.Path(exists=True, path_type=Path), help="Crawl policies.")

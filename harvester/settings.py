@@ -71,6 +71,9 @@ class HarvestSettings:
     schedule: str = "capability"  # bfs | performance | quality | capability
     score: str = "backlinks"  # the URL score the frontier orders by: backlinks | quality | opic
     crawl_per_host: int = 2  # a crawl's connections per host (the OAI path uses per_host)
+    crawl_processes: int = (
+        0  # 1: a crawl archives in its own process; 2: in a second; 0: 2 on 2+ cores
+    )
     policy: Path | None = None  # a TOML file of crawl policies (favor, default, distrust)
     respect_nofollow: bool = False
     seen_cache: int = 50_000  # entries of the seen-URL test's in-memory CLOCK cache
@@ -193,6 +196,8 @@ def _check(values: Mapping[str, Any]) -> None:
     _check_workers(values)
     if int(values.get("fetch_processes", 0)) < 0:
         raise ValueError("fetch_processes must be 0 (one a core) or more")
+    if int(values.get("crawl_processes", 0)) not in (0, 1, 2):
+        raise ValueError("crawl_processes must be 0 (2 on two cores or more), 1 or 2")
     if values.get("state") is not None:
         try:
             check_state_url(values["state"])

@@ -3,7 +3,8 @@
 ``python -m tests.killed_harvester N harvest URL ...`` runs ``harvester harvest URL ...`` and
 kills itself (SIGKILL: no cleanup, no flush) right after the N-th resource's WARC group
 reached the disk, before the state transaction that records it (for a crawl, before the
-page's links are queued). That is the narrowest window a crash can hit: the archive knows the
+page's links are queued; when the crawl's archiving process wrote the group, it kills the
+crawling process, then itself). That is the narrowest window a crash can hit: the archive knows the
 resource, the state does not.
 
 The other first arguments act in the processes the run forks to fetch a share of a list
@@ -56,9 +57,14 @@ def on_fetched(act: Callable[[int], None], *, where: str = "", before: bool = Fa
     Recorder.fetched = fetched_and_act  # type: ignore[method-assign]
 
 
-def die_at(groups: int) -> Callable[[int], None]:
+def die_at(groups: int, run: int | None = None) -> Callable[[int], None]:
+    """SIGKILL this process at the ``groups``-th group; with ``run``, that process first (the
+    crawling process, when its archiving process wrote the group)."""
+
     def die(count: int) -> None:
         if count >= groups:
+            if run is not None:
+                os.kill(run, signal.SIGKILL)
             os.kill(os.getpid(), signal.SIGKILL)
 
     return die
@@ -68,11 +74,12 @@ def fail(_count: int) -> None:
     raise ArchiveError("cannot write /full/disk.warc.gz: No space left on device")
 
 
-def actor(how: str) -> Callable[[int], None]:
-    return {"slow": lambda _n: time.sleep(0.05), "fail": fail}.get(how) or die_at(int(how))
+def actor(how: str, run: int | None) -> Callable[[int], None]:
+    return {"slow": lambda _n: time.sleep(0.05), "fail": fail}.get(how) or die_at(int(how), run)
 
 
 if __name__ == "__main__":
     where, _, how = sys.argv[1].rpartition(":")
-    on_fetched(actor(how), where=where, before=how in ("slow", "fail"))
+    run = None if where else os.getpid()  # the whole run dies, whichever process archives
+    on_fetched(actor(how, run), where=where, before=how in ("slow", "fail"))
     sys.exit(main(sys.argv[2:]))

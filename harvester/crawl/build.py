@@ -10,6 +10,12 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from harvester.archive.recorder import Recorder
+from harvester.crawl.archivist import (
+    ArchiveProcess,
+    Archivist,
+    InlineArchivist,
+    archives_apart,
+)
 from harvester.crawl.crawler import Crawler, CrawlLimits
 from harvester.crawl.frontier import Frontier
 from harvester.crawl.leasing import HostLeasing, hosts_at_once
@@ -61,12 +67,11 @@ def build_crawler(
         list(dict.fromkeys(seeds)),
         state=state,
         frontier=frontier,
-        recorder=recorder,
+        archivist=_archivist(settings, state, recorder),
         fetcher=fetcher,
         concurrency=settings.concurrency,
         limits=CrawlLimits(settings.max_pages, settings.max_bytes, deadline),
         summary=summary,
-        respect_nofollow=settings.respect_nofollow,
         progress=progress,
         commits=(settings.commit_every, settings.commit_seconds),
         leasing=None
@@ -84,3 +89,13 @@ def build_crawler(
         ),
     )
     return crawler, seen
+
+
+def _archivist(settings: HarvestSettings, state: State, recorder: Recorder) -> Archivist:
+    """A process of its own archives, unless the job is shared (``state.leases``): its
+    workers use the cores already, and a host must stay busy, so not handed over, until its
+    page is acknowledged, which is after the page is archived."""
+    apart = state.leases is None and archives_apart(settings.crawl_processes)
+    return (ArchiveProcess if apart else InlineArchivist)(
+        recorder, follow_nofollow=not settings.respect_nofollow
+    )

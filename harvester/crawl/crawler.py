@@ -21,20 +21,27 @@ holds one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from harvester.archive.recorder import Recorder, conditional_headers
+from harvester.archive.recorder import conditional_headers
 from harvester.clock import utcnow
+from harvester.crawl.archivist import Archivist
 from harvester.crawl.frontier import Frontier
 from harvester.crawl.leasing import HostLeasing
-from harvester.crawl.links import Link, extract_links
 from harvester.crawl.scheduling import QueuedURL
 from harvester.crawl.sitemaps import sitemap_urls
 from harvester.crawl.stepbatch import StepBatch
-from harvester.exceptions import FetchError, LeaseLost, PermanentFetchError, TransientFetchError
+from harvester.exceptions import (
+    ArchiveError,
+    FetchError,
+    LeaseLost,
+    PermanentFetchError,
+    TransientFetchError,
+)
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.retries import parse_retry_after
@@ -43,7 +50,6 @@ from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
-LINKED_TYPES = ("text/html", "application/xhtml+xml", "text/css")
 
 
 @dataclass
@@ -61,12 +67,11 @@ class Crawler:
         *,
         state: State,
         frontier: Frontier,
-        recorder: Recorder,
+        archivist: Archivist,
         fetcher: Fetcher,
         concurrency: int,
         limits: CrawlLimits,
         summary: Summary,
-        respect_nofollow: bool = False,
         progress: Progress | None = None,
         leasing: HostLeasing | None = None,
         commits: tuple[int, float] = (1, 0.0),
@@ -75,29 +80,40 @@ class Crawler:
         self.leasing = leasing
         if leasing is not None:
             frontier.owns = leasing.owns
-        self.state, self.frontier, self.recorder, self.fetcher = state, frontier, recorder, fetcher
+        self.state, self.frontier, self.archivist, self.fetcher = (
+            state,
+            frontier,
+            archivist,
+            fetcher,
+        )
         self.concurrency = concurrency
         self.limits = limits
         self.summary = summary
-        self.respect_nofollow = respect_nofollow
         self.progress = progress or (lambda summary, remaining: None)
         self._hosts_seen: set[str] = set()
         self._pages = 0
         most, seconds = commits
         self.batch = StepBatch(
             frontier.step,
-            recorder.writer.one_file,
+            archivist.one_file,
             most=1 if leasing is not None else most,  # each acknowledgement under its lease
             seconds=seconds,
         )
 
     async def run(self) -> bool:
         """Crawl until the frontier is empty or a limit is reached; True when it emptied."""
-        await self._start()
+        await self.archivist.start(self.batch.commit)
         try:
-            await self._loop()
-        finally:
-            self.batch.commit()  # the steps done: each is whole (a failed one rolled back)
+            await self._start()
+            try:
+                await self._loop()
+            finally:
+                self.batch.commit()  # the steps done: each is whole (a failed one rolled back)
+        except BaseException:
+            with contextlib.suppress(ArchiveError):  # the first error is the one to report
+                await self.archivist.close()
+            raise
+        await self.archivist.close()  # its last file finished after the last commit
         if self.leasing is not None:
             self.leasing.close()  # its hosts are free at once, not at their expiry
         return len(self.frontier) == 0 and not self._limited()
@@ -105,20 +121,26 @@ class Crawler:
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
         running: set[asyncio.Task[None]] = set()
-        while not self._limited():
-            if self.leasing is not None and self.leasing.due(loop.time()):
-                self._rebalance(loop.time())
-            item = self.frontier.next(loop.time()) if len(running) < self.concurrency else None
-            if item is not None:
-                running.add(asyncio.create_task(self._visit(item)))
-                continue
-            if not running and self.frontier.wake_time() is None:
-                if self.leasing is None or not await self._more_elsewhere(loop.time()):
-                    break  # nothing queued and nothing in flight: the crawl is complete
-                continue
-            await self._wait(running, loop.time(), full=len(running) >= self.concurrency)
-        if running:
-            await asyncio.gather(*running)
+        try:
+            while not self._limited():
+                if self.leasing is not None and self.leasing.due(loop.time()):
+                    self._rebalance(loop.time())
+                free = len(running) < self.concurrency
+                item = self.frontier.next(loop.time()) if free else None
+                if item is not None:
+                    running.add(asyncio.create_task(self._visit(item)))
+                    continue
+                if not running and self.frontier.wake_time() is None:
+                    if self.leasing is None or not await self._more_elsewhere(loop.time()):
+                        break  # nothing queued and nothing in flight: the crawl is complete
+                    continue
+                await self._wait(running, loop.time(), full=not free)
+            if running:
+                await asyncio.gather(*running)
+        finally:  # after an error, the pages in flight stop (they stay queued) and are done
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
 
     async def _start(self) -> None:
         if self.leasing is not None:  # its hosts come with its leases; a cycle starts once
@@ -183,8 +205,9 @@ class Crawler:
                 running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
             running.difference_update(done)
-            for task in done:
-                task.result()  # re-raise a crash of the step itself (a bug, not a fetch error)
+            errors = [exc for task in done if (exc := task.exception()) is not None]
+            if errors:  # a crash of a step itself (a bug, a failed archive), not a fetch error
+                raise errors[0]
         # Here, before the next URL is handed out: a commit between handing a URL out and
         # its request would shorten the politeness gap the host sees after it.
         self.batch.commit_if_due()
@@ -230,7 +253,7 @@ class Crawler:
             retry_after=_retry_after(result),
         )
         self._pages += 1
-        self._archive(item, res, result)
+        await self._archive(item, res, result)
         self.progress(self.summary, len(self.frontier))
 
     async def _robots_delay(self, item: QueuedURL) -> None:
@@ -243,7 +266,7 @@ class Crawler:
             delay = None
         self.frontier.scheduler.set_crawl_delay(item.host, delay)
 
-    def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
+    async def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
         if result.status in GONE:
             with self.batch.step():
                 self._acknowledge(item)
@@ -251,17 +274,16 @@ class Crawler:
                 self.state.dequeue(item.url)
             self.summary.failed += 1
             return
-        links = self._links(result)
         assert res is not None, "every queued URL has a resource row"
-        outlinks = [link.url for link in links]
-        capture, unchanged = self.recorder.fetched(res, result, outlinks=outlinks)
+        archived = await self.archivist.archive(res, result)
         with self.batch.step():
             self._acknowledge(item)
-            self.state.mark_archived(item.url, capture, None)
+            self.state.mark_archived(item.url, archived.capture, None)
             self.state.dequeue(item.url)
-            self.frontier.discovered(item, links)
+            self.frontier.discovered(item, archived.links)
+            self.archivist.stepped(archived.ticket)
         self.summary.bytes += len(result.body)
-        if unchanged:
+        if archived.unchanged:
             self.summary.unchanged += 1
         else:
             self.summary.fetched += 1
@@ -271,15 +293,6 @@ class Crawler:
             if item.host not in self.leasing.held:
                 raise LeaseLost(f"the lease on {item.host} was lost while {item.url} was fetched")
             self.leasing.acknowledge(item.host, item.url)
-
-    def _links(self, result: HttpExchange) -> list[Link]:
-        ctype = (result.header("Content-Type") or "").split(";")[0].strip().lower()
-        headers = result.response_headers
-        if ctype not in LINKED_TYPES and not 300 <= result.status < 400:
-            return []
-        return extract_links(
-            result.body, result.url, ctype, headers, follow_nofollow=not self.respect_nofollow
-        )
 
     def _failed(self, item: QueuedURL, exc: FetchError, latency: float) -> None:
         status = getattr(exc, "status", None)

@@ -1,0 +1,167 @@
+"""The crawl's archiving process (``harvester/crawl/archivist.py``): a real fork, a real
+socket pair, real WARC files; crawls of a real site on loopback through the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from harvester.archive.recorder import Recorder
+from harvester.archive.repair import verify_warc
+from harvester.archive.warc import RotatingWARCWriter
+from harvester.crawl.archivist import ArchiveProcess
+from harvester.exchange import HttpExchange
+from harvester.settings import load_settings
+from harvester.storage.values import Resource
+from tests.conftest import start_provider
+from tests.fixedwriter import MOMENT
+from tests.sites import make_site
+from tests.test_crawl import crawl, url_of
+from tests.test_harvest import records
+
+HTML = b'<html><body><a href="/next.html">next</a><img src="/i.png"></body></html>'
+
+
+def page(url: str) -> tuple[Resource, HttpExchange]:
+    unknown = dict.fromkeys(["oai_identifier", "listed_datestamp", "archived_datestamp", "etag"])
+    unknown |= dict.fromkeys(["last_modified", "payload_digest", "sha1", "sha256", "record_id"])
+    unknown |= dict.fromkeys(["warc_file", "warc_offset", "warc_length", "warc_date"])
+    res = Resource(url=url, set_specs=(), status="pending", attempts=0, **unknown)
+    result = HttpExchange(
+        url=url,
+        method="GET",
+        protocol="HTTP/1.1",
+        status=200,
+        reason="OK",
+        request_headers=(("User-Agent", "coop-archive"),),
+        response_headers=(("Content-Type", "text/html"), ("Content-Length", str(len(HTML)))),
+        body=HTML,
+        started=MOMENT,
+    )
+    return res, result
+
+
+def pids(out: Path) -> set[int]:
+    """The pids in the names of a collection's WARC files (``...-<serial>-<pid>.warc.gz``)."""
+    return {int(p.name.split(".warc.gz")[0].rsplit("-", 1)[1]) for p in (out / "warcs").iterdir()}
+
+
+def test_a_crawl_archived_apart_keeps_what_one_process_keeps(tmp_path: Path) -> None:
+    site = make_site(tmp_path / "www", pages=40, seed=14)
+    with start_provider(
+        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
+    ) as server:
+        kept = {}
+        for processes in (1, 2):
+            out = tmp_path / f"out{processes}"
+            summary = crawl(server.url + "/", out, delay_factor=0.0, crawl_processes=processes)
+            assert summary["failed"] == 0
+            recs = records(out)
+            kept[processes] = (
+                Counter(h["WARC-Target-URI"] for t, h, _c in recs if t == "response"),
+                {
+                    h["WARC-Target-URI"]: c
+                    for t, h, c in recs
+                    if t == "metadata"
+                    and c[:8] == b"fetchTim"
+                    and h.get("Content-Type") == "application/warc-fields"
+                },
+                len((out / "indexes" / "index.cdxj").read_text().splitlines()),
+            )
+            for path in (out / "warcs").iterdir():
+                verify_warc(path)
+        linked = {url_of(server, p) for p in site.linked}
+    one, two = kept[1], kept[2]
+    assert linked <= set(two[0]) and max(two[0].values()) == 1
+    assert two[0] == one[0] and two[2] == one[2]
+    outlinks = {
+        url: {ln for ln in c.splitlines() if ln.startswith(b"outlink")} for url, c in two[1].items()
+    }
+    assert outlinks == {
+        url: {ln for ln in c.splitlines() if ln.startswith(b"outlink")} for url, c in one[1].items()
+    }
+    assert pids(tmp_path / "out1") == {os.getpid()}
+    assert os.getpid() not in pids(tmp_path / "out2"), "the second process wrote the files"
+
+
+def test_a_full_file_is_finished_only_once_its_groups_are_committed(tmp_path: Path) -> None:
+    """The crash rule of a step batch: with a file full after one group, the next page is
+    held (and a commit asked for) until the first page's step has ended; then the file is
+    finished and the next group starts a new one."""
+    writer = RotatingWARCWriter(tmp_path, prefix="t", max_size=1)
+    writer.open()
+    archivist = ArchiveProcess(
+        Recorder(writer, strategy="crawl", endpoint=None), follow_nofollow=True
+    )
+    commits: list[int] = []
+
+    async def run() -> None:
+        await archivist.start(lambda: commits.append(1))
+        first = await archivist.archive(*page("http://h/a.html"))
+        assert [link.url for link in first.links] == ["http://h/next.html", "http://h/i.png"]
+        second = asyncio.ensure_future(archivist.archive(*page("http://h/b.html")))
+        await asyncio.sleep(0.5)
+        assert not second.done(), "held: its group would finish a file with an unsettled one"
+        assert commits, "the child asked for the batch to end"
+        assert [p.name.endswith(".open") for p in tmp_path.iterdir()] == [True]
+        with archivist.one_file():
+            archivist.stepped(first.ticket)
+        done = await asyncio.wait_for(second, 10)
+        assert done.capture.warc_file != first.capture.warc_file
+        finished = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".open"))
+        assert finished == [first.capture.warc_file]
+        with archivist.one_file():
+            archivist.stepped(done.ticket)
+        await archivist.close()
+
+    asyncio.run(run())
+    writer.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == 2 and not any(n.endswith(".open") for n in names)
+    with open(tmp_path / names[0], "rb") as fh:
+        uris = [
+            r.rec_headers["WARC-Target-URI"]
+            for r in ArchiveIterator(fh)
+            if r.rec_type == "response"
+        ]
+    assert uris == ["http://h/a.html"]
+
+
+def test_a_crawl_whose_archiving_process_dies_fails_in_one_line_and_resumes(
+    tmp_path: Path,
+) -> None:
+    site = make_site(tmp_path / "www", pages=30, seed=15)
+    out = tmp_path / "out"
+    with start_provider(
+        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
+    ) as server:
+        args = ["harvest", server.url + "/", "--out", str(out), "--mode", "crawl", "--quiet"]
+        args += ["--delay-factor", "0", "--crawl-processes", "2"]
+        died = subprocess.run(
+            [sys.executable, "-m", "tests.killed_harvester", "forked:3", *args],
+            capture_output=True,
+            timeout=120,
+        )
+        err = died.stderr.decode()
+        assert died.returncode not in (0, -9), err
+        assert "archiving process" in err and "Traceback" not in err
+        assert len([ln for ln in err.splitlines() if ln.startswith("harvester:")]) == 1, err
+        resumed = subprocess.run(
+            [sys.executable, "-m", "harvester.cli", *args], capture_output=True, timeout=300
+        )
+        assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+        linked = {url_of(server, p) for p in site.linked}
+    got = Counter(h["WARC-Target-URI"] for t, h, _c in records(out) if t == "response")
+    assert linked <= set(got)
+
+
+def test_crawl_processes_are_one_or_two() -> None:
+    with pytest.raises(ValueError, match="crawl_processes must be"):
+        load_settings(site_url="http://h/", out=Path("o"), crawl_processes=3, environ={})
