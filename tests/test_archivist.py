@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.archive.recorder import Recorder
-from harvester.archive.repair import verify_warc
+from harvester.archive.recorder import Recorder, ends_group
+from harvester.archive.repair import repair_open_files, verify_warc
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.archivist import ArchiveProcess
 from harvester.exchange import HttpExchange
@@ -165,3 +165,37 @@ def test_a_crawl_whose_archiving_process_dies_fails_in_one_line_and_resumes(
 def test_crawl_processes_are_one_or_two() -> None:
     with pytest.raises(ValueError, match="crawl_processes must be"):
         load_settings(site_url="http://h/", out=Path("o"), crawl_processes=3, environ={})
+
+
+def test_groups_the_crawl_never_recorded_stay_in_an_open_file_for_the_next_run(
+    tmp_path: Path,
+) -> None:
+    """A crawl that ends (^C, an error) after the child wrote a group but before its step:
+    the file is not finished, so the next run's repair and reconcile find the capture (a
+    finished file would keep it out of the state and the page would be archived twice)."""
+    writer = RotatingWARCWriter(tmp_path, prefix="t")
+    writer.open()
+    archivist = ArchiveProcess(
+        Recorder(writer, strategy="crawl", endpoint=None), follow_nofollow=True
+    )
+
+    async def run() -> str:
+        await archivist.start(lambda: None)
+        recorded = await archivist.archive(*page("http://h/a.html"))
+        with archivist.one_file():
+            archivist.stepped(recorded.ticket)
+        stopped = asyncio.ensure_future(archivist.archive(*page("http://h/b.html")))
+        await asyncio.sleep(0)  # sent; then the crawl stops, its pages in flight cancelled
+        stopped.cancel()
+        with archivist.one_file():  # the crawler's last commit, on its way out
+            pass
+        await archivist.close()
+        return recorded.capture.warc_file
+
+    name = asyncio.run(run())
+    assert [p.name for p in tmp_path.iterdir()] == [name + ".open"]
+    repaired = repair_open_files(tmp_path, ends_group)
+    found = Recorder(RotatingWARCWriter(tmp_path), strategy="crawl", endpoint=None).reconcile(
+        repaired
+    )
+    assert sorted(url for url, _capture in found) == ["http://h/a.html", "http://h/b.html"]

@@ -27,6 +27,7 @@ The child dies with its parent; a child that dies (or fails to write) fails the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copyreg
 import io
 import logging
@@ -149,10 +150,8 @@ class ArchiveProcess:
         self._send(("page", ticket, res, result))
         try:
             return await future
-        except BaseException:
+        finally:  # a page cancelled stays unsettled: its group may be written all the same
             self._waiting.pop(ticket, None)
-            self._unsettled.discard(ticket)
-            raise
 
     def stepped(self, ticket: int) -> None:
         self._stepped.append(ticket)
@@ -188,7 +187,8 @@ class ArchiveProcess:
         future = self._waiting.pop(reply[1], None)
         if future is None or future.done():
             return
-        if reply[0] == "error":
+        if reply[0] == "error":  # its group was cut back: nothing of it is in the file
+            self._unsettled.discard(reply[1])
             future.set_exception(ArchiveError(reply[2]))
             return
         _, ticket, capture, unchanged, links = reply
@@ -269,17 +269,23 @@ def _unframed(buffer: bytearray) -> list[Any]:
 
 def _serve(sock: socket.socket, parent: int, recorder: Recorder, follow_nofollow: bool) -> NoReturn:
     """The archiving process's whole life: pages archived until the socket ends, its last
-    file finished, then ``_exit`` (:mod:`harvester.childprocess`). It ignores SIGINT: a ^C
-    ends the crawling process, whose socket's end then ends this one."""
+    file finished when the crawl recorded all its groups, then ``_exit``
+    (:mod:`harvester.childprocess`). It ignores SIGINT: a ^C ends the crawling process,
+    whose socket's end then ends this one."""
     code = 1
     try:
         become_child(parent, interrupt=signal.SIG_IGN)
         writer = recorder.writer.sibling()
-        mine = Recorder(writer, strategy=recorder.strategy, endpoint=recorder.endpoint)
-        try:
-            _Server(sock, mine, follow_nofollow).run()
-        finally:
-            writer.close()
+        server = _Server(
+            sock,
+            Recorder(writer, strategy=recorder.strategy, endpoint=recorder.endpoint),
+            follow_nofollow,
+        )
+        server.run()
+        if server.settled > server.written:
+            writer.close()  # every group in the file is recorded: it is finished
+        # Else the crawl ended (an error, a ^C) with groups it never recorded: their file
+        # stays ``.open``, for the next run's repair and reconcile to find, as after a kill.
         code = 0
     except BaseException as exc:
         print(f"harvester: the crawl's archiving process: {exc}", file=sys.stderr, flush=True)
@@ -298,15 +304,17 @@ class _Server:
         self.holding = False  # pages wait for a commit
 
     def run(self) -> None:
+        """Until the crawling process closes its end (answers unread, after an error: reset)."""
         buffer = bytearray()
-        while chunk := self.sock.recv(1 << 20):
-            buffer += chunk
-            for message in _unframed(buffer):
-                if message[0] == "settled":
-                    self.settled = max(self.settled, message[1])
-                else:
-                    self.backlog.append(message)
-            self._work()
+        with contextlib.suppress(ConnectionError):
+            while chunk := self.sock.recv(1 << 20):
+                buffer += chunk
+                for message in _unframed(buffer):
+                    if message[0] == "settled":
+                        self.settled = max(self.settled, message[1])
+                    else:
+                        self.backlog.append(message)
+                self._work()
 
     def _work(self) -> None:
         """Archive the pages waiting, each answered at once (the crawler goes on with it
@@ -320,8 +328,9 @@ class _Server:
                 return
             self.holding = False
             _, ticket, res, result = self.backlog.popleft()
-            self.sock.sendall(_framed(self._one(ticket, res, result)))
-            self.written = ticket
+            reply = _framed(self._one(ticket, res, result))
+            self.written = ticket  # before the answer, which may find the socket closed
+            self.sock.sendall(reply)
 
     def _one(self, ticket: int, res: Resource, result: HttpExchange) -> tuple[Any, ...]:
         try:
