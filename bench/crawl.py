@@ -1,4 +1,5 @@
-"""``python -m bench crawl [--pages N] [--runs K] [--concurrency C] [--per-host P] [--profile]``
+"""``python -m bench crawl [--pages N] [--runs K] [--concurrency C] [--per-host P] [--processes N]
+[--profile]``
 
 The link crawl (``harvester harvest --mode crawl``) against ``wget -r`` writing a WARC, both
 crawling one generated site from its ``index.html`` over loopback. The site has no OAI-PMH
@@ -11,7 +12,8 @@ written below ``bench/out/crawl/``, remade on every run:
    when it is missing);
 2. ours and wget alternating, ``--runs`` times each, each into a fresh folder; pages/s is the
    HTTP 200 responses in its WARC files over the wall time of the process, start to exit, and
-   CPU seconds the process's own (nginx is shared and not counted);
+   CPU seconds the process's own and its children's (our archiving process; nginx is shared
+   and not counted);
 3. two lower bounds, run after wget in each round (``bench/fetchfloor.py``): aiohttp GETs of
    the URLs wget's first run got 200 for, bodies dropped, then the same with the crawler's link
    extractor run on each page; a bound below the target ratio puts the target out of reach of
@@ -60,11 +62,14 @@ class Options:
     concurrency: int
     per_host: int
     schedule: str
+    processes: int = 0  # --crawl-processes; 0: the default
 
     def flags(self) -> list[str]:
         """Fair for one cooperative local host: no pause between requests, 8 connections."""
+        chosen = ["--crawl-processes", str(self.processes)] if self.processes else []
         return ["--delay", "0", "--delay-factor", "0", "--concurrency", str(self.concurrency),
-                "--crawl-per-host", str(self.per_host), "--schedule", self.schedule]  # fmt: skip
+                "--crawl-per-host", str(self.per_host), "--schedule", self.schedule,
+                *chosen]  # fmt: skip
 
 
 # -- the server -------------------------------------------------------------------------
@@ -298,10 +303,12 @@ OTHER = "event loop, sockets, other"
 
 
 def profiled(url: str, opts: Options) -> Path:
-    """One more crawl of ours under py-spy (100 samples/s); returns its raw stacks."""
+    """One more crawl of ours under py-spy (100 samples/s, its archiving process included);
+    returns its raw stacks."""
     raw = OUT / "profile.txt"
     py_spy = str(Path(sys.executable).with_name("py-spy"))
-    argv = [py_spy, "record", "--format", "raw", "--rate", "100", "--nonblocking", "-o", str(raw),
+    argv = [py_spy, "record", "--format", "raw", "--rate", "100", "--nonblocking",
+            "--subprocesses", "-o", str(raw),
             "--", *ours_argv(url, OUT / "ours-profiled", opts)]  # fmt: skip
     measured(argv, OUT / "ours-profiled.log")
     return raw
@@ -362,13 +369,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=16, help="our simultaneous fetches")
     parser.add_argument("--per-host", type=int, default=8, help="our connections to the host")
     parser.add_argument("--schedule", default="capability", help="our crawl schedule")
+    parser.add_argument("--processes", type=int, default=0, help="our --crawl-processes")
     parser.add_argument("--profile", action="store_true", help="one more crawl under py-spy")
     return parser.parse_args(argv)
 
 
 def run(argv: list[str]) -> Report:
     args = parse_args(argv)
-    opts = Options(args.runs, args.concurrency, args.per_host, args.schedule)
+    opts = Options(args.runs, args.concurrency, args.per_host, args.schedule, args.processes)
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
     manifest = make_site(OUT / "site", pages=args.pages, seed=1)
@@ -468,8 +476,8 @@ def _notes(opts: Options, ours: Runs, peer: Runs, manifest: Manifest) -> list[st
         "interpreter start included. Ours writes four records per page (request, response, "
         "outlinks metadata, DIDL metadata), each group flushed (fsynced only with "
         "--durable), plus the SQLite state and the CDXJ index; wget writes request and "
-        "response records. CPU s: rusage of the "
-        "process from wait4 (nginx not included).",
+        "response records. CPU s: rusage of the process from wait4, which counts the "
+        "children it waited for (our archiving process; nginx is not included).",
     ]
     missed = sorted(peer.first().keys() - ours.first().keys())
     if missed:
