@@ -71,9 +71,7 @@ class HarvestSettings:
     schedule: str = "capability"  # bfs | performance | quality | capability
     score: str = "backlinks"  # the URL score the frontier orders by: backlinks | quality | opic
     crawl_per_host: int = 2  # a crawl's connections per host (the OAI path uses per_host)
-    crawl_processes: int = (
-        0  # 1: a crawl archives in its own process; 2: in a second; 0: 2 on 2+ cores
-    )
+    crawl_processes: int = 0  # 1: a crawl archives in its process, 2: in a second; 0: 2 if 2+ cores
     policy: Path | None = None  # a TOML file of crawl policies (favor, default, distrust)
     respect_nofollow: bool = False
     seen_cache: int = 50_000  # entries of the seen-URL test's in-memory CLOCK cache

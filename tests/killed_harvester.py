@@ -4,8 +4,8 @@
 kills itself (SIGKILL: no cleanup, no flush) right after the N-th resource's WARC group
 reached the disk, before the state transaction that records it (for a crawl, before the
 page's links are queued; when the crawl's archiving process wrote the group, it kills the
-crawling process, then itself). That is the narrowest window a crash can hit: the archive knows the
-resource, the state does not.
+crawling process, then itself). That is the narrowest window a crash can hit: the archive
+knows the resource, the state does not.
 
 The other first arguments act in the processes the run forks to fetch a share of a list
 (``--fetch-processes``) and never in the first one, which must notice and fail the run:

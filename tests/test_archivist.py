@@ -21,9 +21,9 @@ from harvester.exchange import HttpExchange
 from harvester.settings import load_settings
 from harvester.storage.values import Resource
 from tests.conftest import start_provider
-from tests.fixedwriter import MOMENT
 from tests.sites import make_site
 from tests.test_crawl import crawl, url_of
+from tests.test_exchangerecords import exchange
 from tests.test_harvest import records
 
 HTML = b'<html><body><a href="/next.html">next</a><img src="/i.png"></body></html>'
@@ -34,17 +34,8 @@ def page(url: str) -> tuple[Resource, HttpExchange]:
     unknown |= dict.fromkeys(["last_modified", "payload_digest", "sha1", "sha256", "record_id"])
     unknown |= dict.fromkeys(["warc_file", "warc_offset", "warc_length", "warc_date"])
     res = Resource(url=url, set_specs=(), status="pending", attempts=0, **unknown)
-    result = HttpExchange(
-        url=url,
-        method="GET",
-        protocol="HTTP/1.1",
-        status=200,
-        reason="OK",
-        request_headers=(("User-Agent", "coop-archive"),),
-        response_headers=(("Content-Type", "text/html"), ("Content-Length", str(len(HTML)))),
-        body=HTML,
-        started=MOMENT,
-    )
+    headers = (("Content-Type", "text/html"), ("Content-Length", str(len(HTML))))
+    result = exchange(url=url, body=HTML, response_headers=headers)
     return res, result
 
 

@@ -16,8 +16,8 @@ a page's group is written before the crawler's commit that records it. No group 
 finished file before that commit: when a step batch ends (committed or rolled back), the
 crawler tells the child the ticket below which every page is *settled* (its step ended, or
 archiving it failed); a child whose file is full starts the next file only once every group
-in it is settled, and holds the pages that come meanwhile (for at most ``commit_seconds``,
-after which the crawler's batch ends). After a kill of either process, the next run's repair
+in it is settled, holding the pages that come meanwhile and asking the crawler to end its
+batch at once. After a kill of either process, the next run's repair
 and reconcile find every group the state missed in the ``.open`` files, as with one process.
 
 The child dies with its parent; a child that dies (or fails to write) fails the crawl with an
@@ -27,7 +27,6 @@ The child dies with its parent; a child that dies (or fails to write) fails the 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copyreg
 import io
 import logging
@@ -39,7 +38,7 @@ import struct
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, NamedTuple, NoReturn, Protocol
 
 from harvester.archive.recorder import Recorder
@@ -294,7 +293,7 @@ def _serve(sock: socket.socket, parent: int, recorder: Recorder, follow_nofollow
 
 
 class _Server:
-    """The child's loop: messages read, pages archived in order, answers sent together."""
+    """The child's loop: messages read, pages archived in order, each answered when done."""
 
     def __init__(self, sock: socket.socket, recorder: Recorder, follow_nofollow: bool) -> None:
         self.sock, self.recorder, self.follow_nofollow = sock, recorder, follow_nofollow
@@ -306,7 +305,7 @@ class _Server:
     def run(self) -> None:
         """Until the crawling process closes its end (answers unread, after an error: reset)."""
         buffer = bytearray()
-        with contextlib.suppress(ConnectionError):
+        with suppress(ConnectionError):
             while chunk := self.sock.recv(1 << 20):
                 buffer += chunk
                 for message in _unframed(buffer):

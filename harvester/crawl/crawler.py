@@ -2,7 +2,9 @@
 
 Used when a site has no OAI-PMH provider (or with ``--mode crawl``). It writes the same
 WARC groups, DIDL records and CDXJ index through the same recorder and state as the OAI-PMH
-path, plus a ``metadata`` record of outlinks per page, as Heritrix does.
+path, plus a ``metadata`` record of outlinks per page, as Heritrix does; the recorder, and
+the links' extraction, are the archivist's (``crawl/archivist.py``: on two cores, a process
+of its own).
 
 Each fetched page is one step: its WARC group is written out, then the state records the
 page as fetched and queues its new links, in a transaction that many steps share
@@ -80,12 +82,8 @@ class Crawler:
         self.leasing = leasing
         if leasing is not None:
             frontier.owns = leasing.owns
-        self.state, self.frontier, self.archivist, self.fetcher = (
-            state,
-            frontier,
-            archivist,
-            fetcher,
-        )
+        self.state, self.frontier, self.fetcher = state, frontier, fetcher
+        self.archivist = archivist
         self.concurrency = concurrency
         self.limits = limits
         self.summary = summary

@@ -3,13 +3,13 @@
 A page's step (its mark, its dequeue, its links queued) is written into a state transaction
 that stays open across pages, and commits once ``most`` steps are in it or ``seconds`` have
 passed since its first. The transaction is :meth:`Frontier.step` (so the seen set persists a
-batch's links only after its commit) inside the WARC writer's :meth:`one_file` block (so no
-group of an uncommitted page reaches a finished file, where the reconcile step after a crash
-would not look). Every page's WARC group is written before its step, hence before the commit
-that records it: a crash loses only steps the state never heard of, whose pages are still
-queued and are fetched again, their groups found by the reconcile step. A batch commits at the
-end of the step that fills it or finds it due, or when the caller, idle, finds it due
-(:meth:`commit_if_due`).
+batch's links only after its commit) inside the archivist's ``one_file`` block (the WARC
+writer's, or its archiving process's rule: no group of an uncommitted page reaches a finished
+file, where the reconcile step after a crash would not look). Every page's WARC group is
+written before its step, hence before the commit that records it: a crash loses only steps
+the state never heard of, whose pages are still queued and are fetched again, their groups
+found by the reconcile step. A batch commits at the end of the step that fills it or finds
+it due, or when the caller, idle, finds it due (:meth:`commit_if_due`).
 
 A step that raises rolls the whole batch back (its earlier steps too) and re-raises: the state
 then knows none of them, which is what a crash would have left. With ``most=1`` every step
