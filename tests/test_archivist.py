@@ -190,3 +190,29 @@ def test_groups_the_crawl_never_recorded_stay_in_an_open_file_for_the_next_run(
         repaired
     )
     assert sorted(url for url, _capture in found) == ["http://h/a.html", "http://h/b.html"]
+
+
+def test_a_crawl_into_small_files_rotates_at_once(tmp_path: Path) -> None:
+    """Each full file waits for its groups' commit, which the child asks for: with a batch
+    otherwise committed only every 10 s, the crawl still rotates its many files at once."""
+    site = make_site(tmp_path / "www", pages=30, seed=16)
+    out = tmp_path / "out"
+    with start_provider(
+        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
+    ) as server:
+        summary = crawl(
+            server.url + "/",
+            out,
+            delay_factor=0.0,
+            crawl_processes=2,
+            warc_max_size=4000,
+            commit_seconds=10.0,
+        )
+        linked = {url_of(server, p) for p in site.linked}
+    assert summary["seconds"] < 10  # type: ignore[operator]
+    files = list((out / "warcs").iterdir())
+    assert len(files) > 5 and all(p.name.endswith(".warc.gz") for p in files)
+    for path in files:
+        verify_warc(path)
+    got = Counter(h["WARC-Target-URI"] for t, h, _c in records(out) if t == "response")
+    assert linked <= set(got) and max(got.values()) == 1
