@@ -80,14 +80,15 @@ class Archivist(Protocol):
 
 def archives_apart(wanted: int, cores: int | None = None) -> bool:
     """Whether a crawl archives in a process of its own: ``wanted`` 2, or 0 (the default)
-    on two cores or more; 1 archives in the crawling process.
+    on two cores or more; 1 archives in the crawling process, as does a system that cannot
+    fork.
 
     >>> archives_apart(0, 2), archives_apart(0, 1), archives_apart(1, 8), archives_apart(2, 1)
     (True, False, False, True)
     """
-    if wanted:
-        return wanted > 1
-    return (cores if cores is not None else os.cpu_count() or 1) > 1
+    if wanted == 1 or not hasattr(os, "fork"):
+        return False
+    return wanted == 2 or (cores if cores is not None else os.cpu_count() or 1) > 1
 
 
 class InlineArchivist:
