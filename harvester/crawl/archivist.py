@@ -184,11 +184,12 @@ class ArchiveProcess:
         if reply[0] == "hold":  # after the pages answered before it have taken their steps
             asyncio.get_running_loop().call_soon(self._commit)
             return
-        future = self._waiting.pop(reply[1], None)
-        if future is None or future.done():
-            return
         if reply[0] == "error":  # its group was cut back: nothing of it is in the file
             self._unsettled.discard(reply[1])
+        future = self._waiting.pop(reply[1], None)
+        if future is None or future.done():  # its page was cancelled
+            return
+        if reply[0] == "error":
             future.set_exception(ArchiveError(reply[2]))
             return
         _, ticket, capture, unchanged, links = reply
@@ -208,7 +209,9 @@ class ArchiveProcess:
 class _Channel(asyncio.Protocol):
     """The crawling process's end of the socket: whole messages handed on as they come."""
 
-    def __init__(self, received: Any, lost: Any) -> None:
+    def __init__(
+        self, received: Callable[[Any], None], lost: Callable[[Exception | None], None]
+    ) -> None:
         self._buffer = bytearray()
         self._on_message, self._on_lost = received, lost
 
