@@ -96,7 +96,7 @@ def test_a_full_file_is_finished_only_once_its_groups_are_committed(tmp_path: Pa
     async def run() -> None:
         await archivist.start(lambda: commits.append(1))
         first = await archivist.archive(*page("http://h/a.html"))
-        assert [link.url for link in first.links] == ["http://h/next.html", "http://h/i.png"]
+        assert first.links == ["http://h/next.html", "http://h/i.png"]
         second = asyncio.ensure_future(archivist.archive(*page("http://h/b.html")))
         await asyncio.sleep(0.5)
         assert not second.done(), "held: its group would finish a file with an unsettled one"

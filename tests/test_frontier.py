@@ -8,7 +8,6 @@ import pytest
 
 from harvester.crawl.frontier import Frontier
 from harvester.crawl.hosts import Politeness, QueuedURL
-from harvester.crawl.links import Link
 from harvester.crawl.policies import PolicySet
 from harvester.crawl.quality import OPICScorer
 from harvester.crawl.scheduling import make_scheduler
@@ -17,7 +16,7 @@ from harvester.crawl.seen import SeenSet
 from harvester.storage.sqlite.state import SQLiteState
 
 SITE = "http://example.org/"
-LINKS = [Link(f"http://example.org/page{i}.html", "a/href") for i in range(5)]
+LINKS = [f"http://example.org/page{i}.html" for i in range(5)]
 
 
 class Crash(Exception):
@@ -66,7 +65,7 @@ def test_links_of_a_step_that_never_committed_are_not_seen(tmp_path: Path, endin
             state.dequeue(root.url)
             assert len(front.discovered(root, LINKS)) == len(LINKS)
             raise Crash
-        assert not any(link.url in seen for link in LINKS)
+        assert not any(url in seen for url in LINKS)
         if ending == "closed":
             seen.close()
         with SeenSet(path, buffer_size=1) as resumed:  # the next run
@@ -74,7 +73,7 @@ def test_links_of_a_step_that_never_committed_are_not_seen(tmp_path: Path, endin
             assert [row.url for row in state.queued(SITE)] == [SITE], "rolled back"
             again.open()
             queued = again.discovered(fetched(again), LINKS)
-        assert {row.url for row in queued} == {link.url for link in LINKS}
+        assert {row.url for row in queued} == set(LINKS)
 
 
 def test_a_committed_step_is_seen_after_a_kill(tmp_path: Path) -> None:
@@ -87,7 +86,7 @@ def test_a_committed_step_is_seen_after_a_kill(tmp_path: Path) -> None:
             state.dequeue(root.url)
             front.discovered(root, LINKS)
         with SeenSet(path) as resumed:  # killed: the first set is never closed
-            assert all(link.url in resumed for link in LINKS)
+            assert all(url in resumed for url in LINKS)
             again = frontier(state, resumed)
             assert again.open() == len(LINKS)
             assert again.discovered(fetched(again), LINKS) == []
@@ -103,15 +102,15 @@ def test_links_to_a_waiting_url_add_to_its_persisted_scores(tmp_path: Path) -> N
             front.discovered(root, LINKS)
         front.scheduler.done(root.host, now=0.0, latency=0.0, nbytes=0, status=200)
         page = fetched(front)
-        waiting = [link for link in LINKS if link.url != page.url]
-        before = front.scheduler.waiting(waiting[0].url, page.host)
+        waiting = [url for url in LINKS if url != page.url]
+        before = front.scheduler.waiting(waiting[0], page.host)
         assert before is not None
         with front.step():
             state.dequeue(page.url)
             assert front.discovered(page, waiting) == []
-        after = front.scheduler.waiting(waiting[0].url, page.host)
+        after = front.scheduler.waiting(waiting[0], page.host)
         assert after is not None and after.score("backlinks") > before.score("backlinks")
         stored = {row.url: row.scores for row in state.queued(SITE)}
-        for link in waiting:
-            now = front.scheduler.waiting(link.url, page.host)
-            assert now is not None and stored[link.url] == now.scores
+        for url in waiting:
+            now = front.scheduler.waiting(url, page.host)
+            assert now is not None and stored[url] == now.scores

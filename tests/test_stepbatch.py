@@ -10,15 +10,14 @@ import pytest
 
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.frontier import Frontier
-from harvester.crawl.links import Link
 from harvester.crawl.seen import SeenSet
 from harvester.crawl.stepbatch import StepBatch
 from harvester.storage.sqlite.state import SQLiteState
 from tests.test_frontier import SITE, Crash, fetched, frontier, seeded
 
 
-def links(page: int) -> list[Link]:
-    return [Link(f"{SITE}p{page}/l{i}.html", "a/href") for i in range(3)]
+def links(page: int) -> list[str]:
+    return [f"{SITE}p{page}/l{i}.html" for i in range(3)]
 
 
 def committed(path: Path) -> set[str]:
@@ -60,7 +59,7 @@ def test_steps_commit_together_after_most(tmp_path: Path) -> None:
         step(steps, front, 1)
         assert committed(db) == {SITE}, "two steps of three: nothing committed yet"
         step(steps, front, 2)
-        assert committed(db) == {SITE} | {link.url for p in range(3) for link in links(p)}
+        assert committed(db) == {SITE} | {url for p in range(3) for url in links(p)}
         assert steps.commits == 1 and steps.due_in() is None
 
 
@@ -81,11 +80,11 @@ def test_a_batch_is_due_after_its_seconds(tmp_path: Path) -> None:
         assert committed(db) == {SITE}
         clock.now += 0.75
         steps.commit_if_due()
-        assert committed(db) == {SITE} | {link.url for link in links(0)}
+        assert committed(db) == {SITE} | set(links(0))
         step(steps, front, 1)
         clock.now += 1.0
         step(steps, front, 2)  # the step that finds its batch due commits it
-        assert committed(db) >= {link.url for p in (1, 2) for link in links(p)}
+        assert committed(db) >= {url for p in (1, 2) for url in links(p)}
 
 
 def test_a_failed_step_rolls_back_its_batch_and_unsees_its_links(tmp_path: Path) -> None:
@@ -101,10 +100,10 @@ def test_a_failed_step_rolls_back_its_batch_and_unsees_its_links(tmp_path: Path)
         with pytest.raises(Crash), steps.step():
             raise Crash
         assert committed(db) == {SITE} and [r.url for r in state.queued(SITE)] == [SITE]
-        assert not any(link.url in seen for link in links(0))
+        assert not any(url in seen for url in links(0))
         seen.close()
         with SeenSet(path, buffer_size=1) as resumed:
             again = frontier(state, resumed)
             again.open()
             queued = again.discovered(fetched(again), links(0))
-        assert {row.url for row in queued} == {link.url for link in links(0)}
+        assert {row.url for row in queued} == set(links(0))

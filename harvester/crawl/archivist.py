@@ -7,7 +7,9 @@ WARC group (its records, DIDL record and CDXJ line) and its links. The archiving
 fork of the crawling one made when the crawl starts, does that half on another core while
 the crawling process fetches, schedules and keeps the state. They talk over a socket pair:
 each page goes over as its resource row and exchange, pickled, with a ticket numbered in
-sending order; the child answers in the same order with the capture and the links.
+sending order; the child answers in the same order with the capture and the links' URLs (all
+the frontier reads of a link: strings pickle several times faster than
+:class:`~harvester.crawl.links.Link` tuples).
 
 The crash rules stay those of one process (``crawl/stepbatch.py``). The child writes its
 groups, in ticket order, into WARC files of its own (a :meth:`sibling
@@ -43,7 +45,7 @@ from typing import Any, NamedTuple, NoReturn, Protocol
 
 from harvester.archive.recorder import Recorder
 from harvester.childprocess import become_child, fork
-from harvester.crawl.links import Link, response_links
+from harvester.crawl.links import response_links
 from harvester.exceptions import ArchiveError
 from harvester.exchange import HttpExchange
 from harvester.storage.protocol import Capture, Resource
@@ -53,11 +55,12 @@ _HEAD = struct.Struct("!I")  # a message's length, before its pickle
 
 
 class Archived(NamedTuple):
-    """A page archived: its capture, whether it was a revisit, its links, and its ticket."""
+    """A page archived: its capture, whether it was a revisit, its links' URLs in document
+    order, and its ticket."""
 
     capture: Capture
     unchanged: bool
-    links: list[Link]
+    links: list[str]
     ticket: int
 
 
@@ -193,7 +196,7 @@ class ArchiveProcess:
             future.set_exception(ArchiveError(reply[2]))
             return
         _, ticket, capture, unchanged, links = reply
-        future.set_result(Archived(capture, unchanged, list(map(Link._make, links)), ticket))
+        future.set_result(Archived(capture, unchanged, links, ticket))
 
     def _lost(self, exc: Exception | None) -> None:
         self._ended = (
@@ -226,9 +229,9 @@ class _Channel(asyncio.Protocol):
 
 def _archive(
     recorder: Recorder, res: Resource, result: HttpExchange, follow_nofollow: bool
-) -> tuple[Capture, bool, list[Link]]:
-    links = response_links(result, follow_nofollow=follow_nofollow)
-    capture, unchanged = recorder.fetched(res, result, outlinks=[link.url for link in links])
+) -> tuple[Capture, bool, list[str]]:
+    links = [link.url for link in response_links(result, follow_nofollow=follow_nofollow)]
+    capture, unchanged = recorder.fetched(res, result, outlinks=links)
     return capture, unchanged, links
 
 
@@ -343,4 +346,4 @@ class _Server:
         except Exception as exc:  # a defect: its trace goes to the log, the crawl ends
             log.exception("archiving %s failed", result.url)
             return ("error", ticket, f"archiving {result.url} failed: {exc!r}")
-        return ("ok", ticket, capture, unchanged, [tuple(link) for link in links])
+        return ("ok", ticket, capture, unchanged, links)

@@ -15,7 +15,6 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from contextlib import contextmanager
 from dataclasses import replace
 
-from harvester.crawl.links import Link
 from harvester.crawl.policies import PolicySet
 from harvester.crawl.quality import Outlink, PageState, Scorer, distinct
 from harvester.crawl.scheduling import QueuedURL, Scheduler
@@ -100,8 +99,9 @@ class Frontier:
         finally:
             self._rescored.clear()  # written, or rolled back with the step
 
-    def discovered(self, parent: QueuedURL, links: Sequence[Link]) -> list[QueuedRow]:
-        """Score a fetched page's links; queue the new ones, add to the score of the others.
+    def discovered(self, parent: QueuedURL, links: Sequence[str]) -> list[QueuedRow]:
+        """Score a fetched page's links (their canonical URLs, in document order); queue the
+        new ones, add to the score of the others.
 
         Call inside :meth:`step`, the transaction that records the page, so that a page's
         links are persisted together with the fact that it was fetched, and are seen only
@@ -133,15 +133,15 @@ class Frontier:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _followed(self, parent: QueuedURL, distance: int, links: Sequence[Link]) -> list[Outlink]:
+    def _followed(self, parent: QueuedURL, distance: int, links: Sequence[str]) -> list[Outlink]:
         """The links the parent's policy follows and the scope admits, with their policies."""
         followed = []
-        for link in links:
-            policy = self.policies.inherit(parent.policy, link.url, distance + 1)
-            if policy is None or self.scope.refusal(link.url, parent.depth + 1) is not None:
+        for url in links:
+            policy = self.policies.inherit(parent.policy, url, distance + 1)
+            if policy is None or self.scope.refusal(url, parent.depth + 1) is not None:
                 continue
             hops = distance + 1 if policy == parent.policy else 0  # a switch starts afresh
-            followed.append(Outlink(link.url, policy, hops))
+            followed.append(Outlink(url, policy, hops))
         return followed
 
     def _row(
