@@ -74,8 +74,8 @@ _LINKING_ELEMENTS = frozenset({*_URL_ATTRIBUTES, "base", "meta", "style"})
 
 
 class Link(NamedTuple):
-    """One URL a response points to (a named tuple: a crawled page makes dozens, and the
-    archiving process sends them over, both cheaper so than with a dataclass).
+    """One URL a response points to (a named tuple: a crawled page makes dozens, cheaper so
+    than with a dataclass; the crawl's frontier is handed only their URLs).
 
     ``source`` says where it was found: ``element/attribute`` (``a/href``, ``img/srcset``,
     ``meta/refresh``), ``css/url`` or ``css/import`` (in a style sheet, a ``<style>`` element
