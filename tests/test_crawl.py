@@ -3,24 +3,33 @@ deliberately hostile one."""
 
 from __future__ import annotations
 
+import asyncio
+import http.server
 import itertools
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
+from typing import Any, ClassVar
+from urllib.parse import quote, urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive.repair import verify_warc
 from harvester.assembly import build_harvest
+from harvester.crawl.archivist import Archived, Archivist
+from harvester.crawl.crawler import Crawler
+from harvester.crawl.seen import SeenSet
+from harvester.exchange import HttpExchange
 from harvester.settings import load_settings
+from harvester.storage.protocol import Resource
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site
@@ -227,3 +236,89 @@ def test_kill_between_archive_and_commit_loses_no_link(tmp_path: Path, groups: i
     (revisit,) = (h for t, h, _c in recs if t == "revisit" and h["WARC-Target-URI"] == dying)
     assert revisit["WARC-Profile"].endswith("identical-payload-digest")
     assert not open_file.exists(), "the killed run's file was repaired and finished"
+
+
+PAGES = {
+    "/": b'<a href="/a.html">a</a> <a href="/b.html">b</a>',
+    "/a.html": b"<p>a</p>",
+    "/b.html": b"<p>b</p>",
+}
+
+
+class _Pages(http.server.BaseHTTPRequestHandler):
+    """:data:`PAGES` as HTML, 404 for anything else; each path asked for is noted."""
+
+    asked: ClassVar[dict[str, threading.Event]] = {}
+
+    def do_GET(self) -> None:
+        self.asked.setdefault(self.path, threading.Event()).set()
+        body = PAGES.get(self.path)
+        self.send_response(404 if body is None else 200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body or b"")))
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+class _HeldArchivist:
+    """The crawl's archivist, with the archiving of the first linked page (``a.html`` or
+    ``b.html``, as the scheduler orders them) kept waiting (5 s at most) until the server
+    has been asked for the other; ``waited`` says whether it was."""
+
+    def __init__(self, inner: Archivist) -> None:
+        self.inner = inner
+        self.held: list[str] = []
+        self.waited: list[bool] = []
+
+    async def archive(self, res: Resource, result: HttpExchange) -> Archived:
+        path = urlsplit(result.url).path
+        if path in ("/a.html", "/b.html") and not self.held:
+            self.held.append(path)
+            other = "/b.html" if path == "/a.html" else "/a.html"
+            asked = _Pages.asked.setdefault(other, threading.Event())
+            self.waited.append(await asyncio.to_thread(asked.wait, 5.0))
+        return await self.inner.archive(res, result)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_host_is_asked_for_its_next_url_while_a_page_is_archived(tmp_path: Path) -> None:
+    """One connection to the host: once a page's response is in, the host's next URL goes
+    out while the page is archived (in the archiving process: a round trip, about 1 ms a
+    page), not after. It waited for the archiving before: one connection crawled the bench
+    site 2.2x slower than it does now."""
+    _Pages.asked = {}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = load_settings(
+            site_url=f"http://127.0.0.1:{server.server_address[1]}/",
+            out=tmp_path / "out",
+            quiet=True,
+            environ={},
+            mode="crawl",
+            crawl_per_host=1,
+            delay_factor=0.0,
+            commit_seconds=60.0,  # no commit due wakes the crawl meanwhile
+            crawl_processes=1,
+        )
+        harvest = build_harvest(settings)
+        build, held = harvest.crawler_factory, []
+
+        def holding(*args: Any, **kwargs: Any) -> tuple[Crawler, SeenSet]:
+            crawler, seen = build(*args, **kwargs)
+            crawler.archivist = _HeldArchivist(crawler.archivist)
+            held.append(crawler.archivist)
+            return crawler, seen
+
+        harvest.crawler_factory = holding
+        summary = harvest.run().as_dict()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert summary["fetched"] == 3
+    assert held[0].waited == [True]

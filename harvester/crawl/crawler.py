@@ -90,6 +90,7 @@ class Crawler:
         self.progress = progress or (lambda summary, remaining: None)
         self._hosts_seen: set[str] = set()
         self._pages = 0
+        self._freed: asyncio.Future[None] | None = None  # the loop's wait, until a host frees
         most, seconds = commits
         self.batch = StepBatch(
             frontier.step,
@@ -190,8 +191,9 @@ class Crawler:
         return urls
 
     async def _wait(self, running: set[asyncio.Task[None]], now: float, *, full: bool) -> None:
-        """Until a fetch ends, (with a free slot) the next host becomes eligible or the open
-        batch of steps is due; then commits that batch if it is due."""
+        """Until a page's task ends, or, with a free slot, a response frees its host (whose
+        next URL need not wait for the page's archiving) or the next host becomes eligible,
+        or the open batch of steps is due; then commits that batch if it is due."""
         wake = None if full else self.frontier.wake_time()
         timeout = None if wake is None else max(0.0, wake - now)
         if (due := self.batch.due_in()) is not None:
@@ -199,9 +201,14 @@ class Crawler:
         if not running:
             await asyncio.sleep(timeout or 0.0)
         else:
+            waited: set[asyncio.Future[None]] = set(running)
+            if not full:
+                self._freed = asyncio.get_running_loop().create_future()
+                waited.add(self._freed)
             done, _ = await asyncio.wait(
-                running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                waited, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
+            self._freed = None
             running.difference_update(done)
             errors = [exc for task in done if (exc := task.exception()) is not None]
             if errors:  # a crash of a step itself (a bug, a failed archive), not a fetch error
@@ -250,6 +257,7 @@ class Crawler:
             status=result.status,
             retry_after=_retry_after(result),
         )
+        self._host_freed()
         self._pages += 1
         await self._archive(item, res, result)
         self.progress(self.summary, len(self.frontier))
@@ -310,6 +318,13 @@ class Crawler:
             status=status or 599,
             retry_after=retry,
         )
+
+    def _host_freed(self) -> None:
+        """Wake the loop, if it waits with a free slot: a response is in, so its host may be
+        asked for its next URL while this page is archived (a failed fetch's task ends at
+        once, which wakes the loop anyway)."""
+        if self._freed is not None and not self._freed.done():
+            self._freed.set_result(None)
 
 
 def _retry_after(result: HttpExchange) -> float | None:
