@@ -4,20 +4,25 @@
 binds port 0 itself and reports the port it got, so there is no race for a port.
 ``start_command([... "{port}" ...])`` runs any server command (gunicorn, nginx, the project's
 own CLI) on a port picked just before. Both wait until the server answers HTTP and stop it by
-the pid they started.
+the pid they started. ``serve_pages({path: html})`` serves a few pages from a thread of the
+test's own process, which can then see which paths were asked for, as they are.
 """
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 HOST = "127.0.0.1"
@@ -120,6 +125,51 @@ def start_command(
         server.stop()
         raise
     return server
+
+
+@dataclass
+class PagesServer:
+    url: str
+    pages: Mapping[str, bytes]
+    asked: dict[str, threading.Event] = field(default_factory=dict)
+
+    def event(self, path: str) -> threading.Event:
+        """Set once ``path`` has been asked for."""
+        return self.asked.setdefault(path, threading.Event())
+
+
+class _PagesHandler(http.server.BaseHTTPRequestHandler):
+    server: _PagesHTTPServer
+
+    def do_GET(self) -> None:
+        pages = self.server.site
+        pages.event(self.path).set()
+        body = pages.pages.get(self.path)
+        self.send_response(404 if body is None else 200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body or b"")))
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+class _PagesHTTPServer(http.server.ThreadingHTTPServer):
+    site: PagesServer
+
+
+@contextmanager
+def serve_pages(pages: Mapping[str, bytes], host: str = HOST) -> Iterator[PagesServer]:
+    """``pages`` (path to HTML) served on a thread, 404 for any other path."""
+    httpd = _PagesHTTPServer((host, 0), _PagesHandler)
+    httpd.site = PagesServer(f"http://{host}:{httpd.server_address[1]}", pages)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield httpd.site
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def _repo_root() -> str:

@@ -4,19 +4,17 @@ deliberately hostile one."""
 from __future__ import annotations
 
 import asyncio
-import http.server
 import itertools
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -31,7 +29,7 @@ from harvester.exchange import HttpExchange
 from harvester.settings import load_settings
 from harvester.storage.protocol import Resource
 from tests.conftest import start_provider
-from tests.servers import RunningServer, start_wsgi
+from tests.servers import PagesServer, RunningServer, serve_pages, start_wsgi
 from tests.sites import Manifest, make_site
 from tests.test_harvest import records
 
@@ -245,31 +243,13 @@ PAGES = {
 }
 
 
-class _Pages(http.server.BaseHTTPRequestHandler):
-    """:data:`PAGES` as HTML, 404 for anything else; each path asked for is noted."""
-
-    asked: ClassVar[dict[str, threading.Event]] = {}
-
-    def do_GET(self) -> None:
-        self.asked.setdefault(self.path, threading.Event()).set()
-        body = PAGES.get(self.path)
-        self.send_response(404 if body is None else 200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body or b"")))
-        self.end_headers()
-        self.wfile.write(body or b"")
-
-    def log_message(self, *args: object) -> None:
-        return None
-
-
 class _HeldArchivist:
     """The crawl's archivist, with the archiving of the first linked page (``a.html`` or
     ``b.html``, as the scheduler orders them) kept waiting (5 s at most) until the server
     has been asked for the other; ``waited`` says whether it was."""
 
-    def __init__(self, inner: Archivist) -> None:
-        self.inner = inner
+    def __init__(self, inner: Archivist, server: PagesServer) -> None:
+        self.inner, self.server = inner, server
         self.held: list[str] = []
         self.waited: list[bool] = []
 
@@ -277,9 +257,8 @@ class _HeldArchivist:
         path = urlsplit(result.url).path
         if path in ("/a.html", "/b.html") and not self.held:
             self.held.append(path)
-            other = "/b.html" if path == "/a.html" else "/a.html"
-            asked = _Pages.asked.setdefault(other, threading.Event())
-            self.waited.append(await asyncio.to_thread(asked.wait, 5.0))
+            other = self.server.event("/b.html" if path == "/a.html" else "/a.html")
+            self.waited.append(await asyncio.to_thread(other.wait, 5.0))
         return await self.inner.archive(res, result)
 
     def __getattr__(self, name: str) -> Any:
@@ -291,12 +270,9 @@ def test_a_host_is_asked_for_its_next_url_while_a_page_is_archived(tmp_path: Pat
     out while the page is archived (in the archiving process: a round trip, about 1 ms a
     page), not after. It waited for the archiving before: one connection crawled the bench
     site 2.2x slower than it does now."""
-    _Pages.asked = {}
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serve_pages(PAGES) as server:
         settings = load_settings(
-            site_url=f"http://127.0.0.1:{server.server_address[1]}/",
+            site_url=server.url + "/",
             out=tmp_path / "out",
             quiet=True,
             environ={},
@@ -311,14 +287,11 @@ def test_a_host_is_asked_for_its_next_url_while_a_page_is_archived(tmp_path: Pat
 
         def holding(*args: Any, **kwargs: Any) -> tuple[Crawler, SeenSet]:
             crawler, seen = build(*args, **kwargs)
-            crawler.archivist = _HeldArchivist(crawler.archivist)
+            crawler.archivist = _HeldArchivist(crawler.archivist, server)
             held.append(crawler.archivist)
             return crawler, seen
 
         harvest.crawler_factory = holding
         summary = harvest.run().as_dict()
-    finally:
-        server.shutdown()
-        server.server_close()
     assert summary["fetched"] == 3
     assert held[0].waited == [True]
