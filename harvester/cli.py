@@ -340,18 +340,23 @@ def demo(out: Path, as_json: bool) -> int:
     return run_demo(out, as_json)
 
 
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# On a terminal a progress bar may hold the last line (drawn by rich from this process, while
+# the crawl's archiving process logs too): a record first returns to the line's start and
+# erases it, so it takes the bar's place, and the bar is drawn again below it.
+_TERMINAL_LINE = "\r\x1b[2K"
+
+
 def _log_to(path: Path | None, quiet: bool) -> None:
-    handlers: list[logging.Handler] = [logging.StreamHandler()]
-    handlers[0].setLevel(logging.WARNING if quiet else logging.INFO)
+    console = logging.StreamHandler()
+    console.setLevel(logging.WARNING if quiet else logging.INFO)
+    if console.stream.isatty():
+        console.setFormatter(logging.Formatter(_TERMINAL_LINE + _LOG_FORMAT))
+    handlers: list[logging.Handler] = [console]
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(path))
-    logging.basicConfig(
-        level=logging.INFO,
-        handlers=handlers,
-        force=True,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True, format=_LOG_FORMAT)
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:

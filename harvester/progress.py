@@ -55,7 +55,7 @@ class ProgressReporter:
                 transient=True,
             )
             self._bar.start()
-            self._task = self._bar.add_task("harvest", total=None, status="listing", rate="")
+            self._task = self._bar.add_task("harvest", total=None, status="starting", rate="")
             self._started = self.clock()
         return self
 
@@ -70,7 +70,12 @@ class ProgressReporter:
 
     def __call__(self, summary: Summary, remaining: int) -> None:
         done = summary.finished
-        status = f"listed {summary.listed} fetched {done} left {remaining}"
+        crawl = summary.mode == "crawl"  # nothing is listed: what is left is the queue
+        status = (
+            f"crawled {done} queued {remaining}"
+            if crawl
+            else f"listed {summary.listed} fetched {done} left {remaining}"
+        )
         if self._bar is not None and self._task is not None:
             elapsed = max(self.clock() - self._started, 1e-6)
             rate = f"{done / elapsed:,.0f} res/s {summary.bytes / elapsed / 1e6:,.1f} MB/s"
@@ -78,7 +83,7 @@ class ProgressReporter:
                 self._task,
                 completed=done,
                 total=done + remaining,
-                status=f"listed {summary.listed}",
+                status="crawling" if crawl else f"listed {summary.listed}",
                 rate=rate,
             )
             return

@@ -5,14 +5,21 @@ from __future__ import annotations
 import logging
 import os
 import pty
+import re
+import select
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TextIO
 
 import pytest
 
 from harvester.progress import ByteProgress, ProgressReporter
 from harvester.summary import Summary
+from tests.servers import serve_pages
+from tests.test_crawl import PAGES
 
 
 @pytest.fixture
@@ -47,6 +54,14 @@ def test_elsewhere_a_log_line_every_interval(caplog: pytest.LogCaptureFixture) -
         progress(Summary(listed=4, fetched=2, bytes=10), 2)
         progress(Summary(listed=4, fetched=3, bytes=20), 1)  # within the interval: no line
     assert [r.getMessage() for r in caplog.records] == ["listed 4 fetched 2 left 2, 10 bytes"]
+
+
+def test_a_crawl_counts_its_queue_not_a_list(caplog: pytest.LogCaptureFixture) -> None:
+    """A crawl lists nothing: its line said "listed 0" before."""
+    caplog.set_level(logging.INFO, logger="harvester.progress")
+    with ProgressReporter(interval=3600) as progress:
+        progress(Summary(mode="crawl", fetched=2, bytes=10), 7)
+    assert caplog.messages == ["crawled 2 queued 7, 10 bytes"]
 
 
 def test_quiet_says_nothing_even_on_a_terminal(
@@ -113,3 +128,77 @@ def test_quiet_bytes_say_nothing(caplog: pytest.LogCaptureFixture) -> None:
         now[0] += 60
         progress(10)
     assert caplog.messages == []
+
+
+# -- a run on a terminal: the bar and the log lines share it ----------------------------
+
+_CONTROL = re.compile(r"(\r|\n|\x1b\[[0-9;?]*[A-Za-z])")
+
+
+def _screen(output: str) -> list[str]:
+    """The lines a terminal shows after ``output``: line feeds, carriage returns, ``ESC [nA``
+    (up n lines) and ``ESC [2K`` (erase the line) move and erase, text overwrites; other
+    control sequences show nothing."""
+    lines: list[list[str]] = [[]]
+    row = column = 0
+    for part in _CONTROL.split(output):
+        if part == "\n":
+            row += 1
+            lines += [[] for _ in range(row + 1 - len(lines))]
+        elif part == "\r":
+            column = 0
+        elif part == "\x1b[2K":
+            lines[row] = []
+        elif part.startswith("\x1b[") and part.endswith("A"):
+            row = max(0, row - int(part[2:-1] or 1))
+        elif not part.startswith("\x1b["):
+            cells = lines[row] + [" "] * (column - len(lines[row]))
+            cells[column : column + len(part)] = part
+            lines[row], column = cells, column + len(part)
+    return ["".join(cells).rstrip() for cells in lines]
+
+
+def _on_a_terminal(argv: list[str], timeout: float = 60.0) -> str:
+    """Run ``argv`` with its stdout and stderr on a new pseudo-terminal; all it wrote."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    os.close(slave)
+    output, deadline = bytearray(), time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.5)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every writer has closed the terminal
+                    break
+                if not chunk:
+                    break
+                output += chunk
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+    return output.decode("utf-8", "replace")
+
+
+def test_log_lines_on_a_terminal_take_a_line_of_their_own(tmp_path: Path) -> None:
+    """A crawl on a terminal draws a bar while both its processes log: each log line shows
+    on a line of its own, from its time stamp on. They were glued to the end of the bar."""
+    with serve_pages(PAGES) as server:
+        harvest = [sys.executable, "-m", "harvester.cli", "harvest", server.url + "/"]
+        out = ["--out", str(tmp_path / "out")]
+        output = _on_a_terminal([*harvest, *out, "--mode", "crawl", "--delay", "0"])
+    shown = _screen(output)
+    logged = [line for line in shown if " INFO " in line]
+    assert any("harvester.crawl.crawler" in line for line in logged), shown
+    assert any("harvester.archive.warc: started" in line for line in logged), shown
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ", ln) for ln in logged), shown
+    assert any(line.startswith("fetched=3") for line in shown), shown
+    assert not any("crawling" in line for line in shown), "the bar is gone at the end"
