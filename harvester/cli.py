@@ -85,7 +85,7 @@ def cli() -> None:
 @click.option("--include", multiple=True, help="Crawl: only URLs matching this regex.")
 @click.option("--exclude", multiple=True, help="Crawl: never URLs matching this regex.")
 @click.option("--max-depth", type=int, help="Crawl: links from a seed.  [default: 20]")
-@click.option("--max-pages", type=int, help="Crawl: stop after this many pages (resumable).")
+@click.option("--max-pages", type=int, help="Crawl: fetch at most this many pages (resumable).")
 @click.option("--max-bytes", type=int, help="Crawl: stop after this many bytes (resumable).")
 @click.option("--delay-factor", type=float, help="Crawl: rest K x the last response time.")
 @click.option("--crawl-per-host", type=int, help="Crawl: connections per host.  [default: 2]")

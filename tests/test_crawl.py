@@ -84,6 +84,18 @@ def test_crawl_archives_the_linked_set(plain_site, tmp_path: Path) -> None:  # t
     assert "warc-fields" not in cdx and "application/xml" not in cdx
 
 
+def test_max_pages_counts_the_pages_in_flight(plain_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``--max-pages`` is a ceiling: the requests in flight count. It counted only pages
+    answered, so with 16 at once a crawl fetched up to 15 more than asked."""
+    _site, server, _index = plain_site
+    out = tmp_path / "out"
+    summary = crawl(
+        server.url + "/", out, delay_factor=0.0, max_pages=10, concurrency=16, crawl_per_host=8
+    )
+    assert summary["fetched"] == 10
+    assert sum(responses(out).values()) == 10
+
+
 def test_hostile_server_is_survived(hostile: RunningServer, tmp_path: Path) -> None:
     out = tmp_path / "out"
     started = time.monotonic()

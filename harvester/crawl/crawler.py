@@ -89,7 +89,8 @@ class Crawler:
         self.summary = summary
         self.progress = progress or (lambda summary, remaining: None)
         self._hosts_seen: set[str] = set()
-        self._pages = 0
+        self._pages = 0  # fetched
+        self._asking = 0  # handed out, not answered yet: with _pages, held to max_pages
         self._freed: asyncio.Future[None] | None = None  # the loop's wait, until a host frees
         most, seconds = commits
         self.batch = StepBatch(
@@ -127,6 +128,7 @@ class Crawler:
                 free = len(running) < self.concurrency
                 item = self.frontier.next(loop.time()) if free else None
                 if item is not None:
+                    self._asking += 1
                     running.add(asyncio.create_task(self._visit(item)))
                     continue
                 if not running and self.frontier.wake_time() is None:
@@ -220,7 +222,7 @@ class Crawler:
     def _limited(self) -> bool:
         lim = self.limits
         return (
-            (lim.max_pages is not None and self._pages >= lim.max_pages)
+            (lim.max_pages is not None and self._pages + self._asking >= lim.max_pages)
             or (lim.max_bytes is not None and self.summary.bytes >= lim.max_bytes)
             or (lim.deadline is not None and time.monotonic() >= lim.deadline)
         )
@@ -248,6 +250,8 @@ class Crawler:
         except FetchError as exc:
             self._failed(item, exc, time.monotonic() - started)
             return
+        finally:
+            self._asking -= 1  # and a page fetched counts in _pages, before the next await
         # The host's measurements end here: archiving is our time, not the host's.
         self.frontier.scheduler.done(
             item.host,
