@@ -262,13 +262,13 @@ class _HeldArchivist:
 
     def __init__(self, inner: Archivist, server: PagesServer) -> None:
         self.inner, self.server = inner, server
-        self.held: list[str] = []
+        self.holding = False
         self.waited: list[bool] = []
 
     async def archive(self, res: Resource, result: HttpExchange) -> Archived:
         path = urlsplit(result.url).path
-        if path in ("/a.html", "/b.html") and not self.held:
-            self.held.append(path)
+        if path in ("/a.html", "/b.html") and not self.holding:
+            self.holding = True
             other = self.server.event("/b.html" if path == "/a.html" else "/a.html")
             self.waited.append(await asyncio.to_thread(other.wait, 5.0))
         return await self.inner.archive(res, result)

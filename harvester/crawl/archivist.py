@@ -8,7 +8,7 @@ fork of the crawling one made when the crawl starts, does that half on another c
 the crawling process fetches, schedules and keeps the state. They talk over a socket pair:
 each page goes over as its resource row and exchange, pickled, with a ticket numbered in
 sending order; the child answers in the same order with the capture and the links' URLs (all
-the frontier reads of a link: strings pickle several times faster than
+the frontier reads of a link: strings pickle and load in half the time of
 :class:`~harvester.crawl.links.Link` tuples).
 
 The crash rules stay those of one process (``crawl/stepbatch.py``). The child writes its
