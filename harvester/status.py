@@ -161,7 +161,8 @@ def _render_one(one: dict[str, Any]) -> list[str]:
             lines.append(f"    list {what} ({item['prefix']}): from {item['from'] or '-'}")
     for run in one["runs"]:
         counts = run["counts"]
-        done = _pairs({k: counts[k] for k in _RUN_KEYS if k in counts}) or "unfinished"
+        keys = _RUN_KEYS[1:] if run["mode"] == "crawl" else _RUN_KEYS  # a crawl lists nothing
+        done = _pairs({k: counts[k] for k in keys if k in counts}) or "unfinished"
         lines.append(f"  run {run['start']} .. {run['end'] or '?'} {run['mode']}: {done}")
     return lines
 

@@ -58,6 +58,10 @@ def test_failures_are_counted_by_reason_and_runs_accumulate(
     assert one["sites"] == [
         {"site": crawled.url + "/", "endpoint": None, "mode": "crawl", "lists": []}
     ]
+    assert main(["status", str(crawled.out)]) == ExitCode.OK
+    runs = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  run ")]
+    assert len(runs) == 2
+    assert all(" crawl: fetched=" in line and "listed" not in line for line in runs), runs
 
 
 def test_several_folders_add_up(
