@@ -1,15 +1,17 @@
-"""``python -m bench crawl [--pages N] [--runs K] [--concurrency C] [--per-host P] [--processes N]
-[--profile]``
+"""``python -m bench crawl [--pages N | --site DIR [--start PATH]] [--runs K] [--concurrency C]
+[--per-host P] [--processes N] [--profile]``
 
 The link crawl (``harvester harvest --mode crawl``) against ``wget -r`` writing a WARC, both
-crawling one generated site from its ``index.html`` over loopback. The site has no OAI-PMH
-endpoint: it is ``tests.sites.make_site`` (file names with spaces, ``%``, ``#``, ``?``,
-non-ASCII and one that is not UTF-8) served by nginx, one worker, keep-alive. Everything is
-written below ``bench/out/crawl/``, remade on every run:
+crawling one site from its start page over loopback. The site has no OAI-PMH endpoint: by
+default it is ``tests.sites.make_site`` (file names with spaces, ``%``, ``#``, ``?``,
+non-ASCII and one that is not UTF-8), crawled from ``index.html``; ``--site DIR`` serves a
+folder of one's own instead (a documentation tree: its pages are larger, its links deeper),
+crawled from ``--start``. nginx serves it, one worker, keep-alive. Everything is written below
+``bench/out/crawl/``, remade on every run:
 
-1. the site, and a minimal ``nginx.conf`` in a prefix of its own; nginx runs in the
-   foreground as our child and is stopped by its pid (``apt-get install nginx-light`` first
-   when it is missing);
+1. the generated site, and a minimal ``nginx.conf`` in a prefix of its own; nginx runs in the
+   foreground as our child, its workers as our user, and is stopped by its pid
+   (``apt-get install nginx-light`` first when it is missing);
 2. ours and wget alternating, ``--runs`` times each, each into a fresh folder; pages/s is the
    HTTP 200 responses in its WARC files over the wall time of the process, start to exit, and
    CPU seconds the process's own and its children's (our archiving process; nginx is shared
@@ -29,11 +31,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import pwd
 import re
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,9 +45,11 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
+from bench.crawlprofile import profile_notes
 from bench.harness import Report, median, run_child
+from coop_common.exitcode import ExitCode
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
-from tests.sites import Manifest, href, make_site
+from tests.sites import Manifest, files_on_disk, href, make_site
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out" / "crawl"
@@ -52,8 +57,8 @@ COLUMNS = ["metric", "ours", "wget", "ratio", "target", "met?"]
 TARGET_RATIO = 1.5
 TIMEOUT = 3600.0  # seconds any one crawl, install or server start may take
 WGET = ["wget", "-r", "-l", "inf", "-np", "-e", "robots=off", "--no-verbose", "-nd"]
-WGET_OK = (0, 8)  # 8: some answer was an HTTP error (none is expected on this site)
-PROFILE_TOP = 12  # functions listed by their own time
+WGET_OK = (0, 8)  # 8: some answer was an HTTP error (none is expected on the generated site)
+OURS_OK = (ExitCode.OK, ExitCode.PARTIAL)  # PARTIAL: some URL failed (a site's broken link)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class Options:
     per_host: int
     schedule: str
     processes: int = 0  # --crawl-processes; 0: the default
+    start: str = "index.html"  # the page both crawls start from, relative to the site's root
 
     def flags(self) -> list[str]:
         """Fair for one cooperative local host: no pause between requests, 8 connections."""
@@ -88,7 +94,8 @@ http {{
     scgi_temp_path {prefix}/tmp/scgi;
     types {{
         text/html html; text/css css; image/png png; application/pdf pdf;
-        text/plain txt; application/zip zip;
+        text/plain txt; application/zip zip; application/javascript js; application/json json;
+        image/svg+xml svg; font/woff2 woff2;
     }}
     default_type application/octet-stream;
     sendfile on;
@@ -119,19 +126,22 @@ def nginx_binary() -> str:
 
 
 @contextmanager
-def serving(root: Path, prefix: Path) -> Iterator[str]:
-    """nginx serving ``root`` on a free loopback port, in the foreground; yields its URL."""
+def serving(root: Path, prefix: Path, start: str = "index.html") -> Iterator[str]:
+    """nginx serving ``root`` on a free loopback port, in the foreground, its workers as our
+    user (so a private folder is readable); yields its URL once ``start`` answers."""
     binary = nginx_binary()
     port = free_port()
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (prefix / "tmp" / sub).mkdir(parents=True, exist_ok=True)
     conf = prefix / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(prefix=prefix, host=HOST, port=port, root=root.resolve()))
+    user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
+    conf.write_text(user + NGINX_CONF.format(prefix=prefix, host=HOST, port=port,
+                                             root=root.resolve()))  # fmt: skip
     argv = [binary, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf),
             "-g", "daemon off;"]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with RunningServer(proc, HOST, port) as server:
-        wait_until_answers(f"{server.url}/index.html", proc, 30.0)
+        wait_until_answers(f"{server.url}/{start}", proc, 30.0)
         yield server.url
 
 
@@ -152,19 +162,19 @@ def measured(argv: list[str], log: Path, ok: Iterable[int] = (0,)) -> Child:
 
 
 def ours_argv(url: str, out: Path, opts: Options) -> list[str]:
-    return [sys.executable, "-m", "harvester.cli", "harvest", f"{url}/index.html",
+    return [sys.executable, "-m", "harvester.cli", "harvest", f"{url}/{opts.start}",
             "--out", str(out), "--mode", "crawl", "--quiet", "--json", *opts.flags()]  # fmt: skip
 
 
 def ours_crawl(url: str, out: Path, opts: Options) -> Child:
-    return measured(ours_argv(url, out, opts), out.with_suffix(".log"))
+    return measured(ours_argv(url, out, opts), out.with_suffix(".log"), OURS_OK)
 
 
-def wget_crawl(url: str, folder: Path) -> Child:
-    """A crawl from index.html into ``folder/wget.warc.gz``, keeping no mirror."""
+def wget_crawl(url: str, folder: Path, start: str) -> Child:
+    """A crawl from ``start`` into ``folder/wget.warc.gz``, keeping no mirror."""
     folder.mkdir(parents=True)
     warc = [f"--warc-file={folder / 'wget'}", f"--warc-tempdir={folder}"]
-    argv = [*WGET, "--delete-after", "-P", str(folder / "files"), *warc, f"{url}/index.html"]
+    argv = [*WGET, "--delete-after", "-P", str(folder / "files"), *warc, f"{url}/{start}"]
     return measured(argv, folder.with_suffix(".log"), WGET_OK)
 
 
@@ -174,8 +184,12 @@ _ESCAPE = re.compile(r"%[0-9a-fA-F]{2}")
 
 
 def normal(uri: str) -> str:
-    """A URI with its percent-encoding upper-cased (RFC 3986 section 6.2.2.1)."""
-    return _ESCAPE.sub(lambda m: m.group().upper(), uri)
+    """A URI with its percent-encoding upper-cased (RFC 3986 section 6.2.2.1), and ``[`` and
+    ``]`` encoded outside the host (wget keeps them raw in a query; ours encodes them)."""
+    scheme, sep, rest = uri.partition("://")
+    host, slash, tail = rest.partition("/")
+    tail = tail.replace("[", "%5B").replace("]", "%5D")
+    return _ESCAPE.sub(lambda m: m.group().upper(), f"{scheme}{sep}{host}{slash}{tail}")
 
 
 def responses(warcs: Iterable[Path]) -> dict[str, int]:
@@ -188,6 +202,18 @@ def responses(warcs: Iterable[Path]) -> dict[str, int]:
                     uri = normal(record.rec_headers.get_header("WARC-Target-URI"))
                     found[uri] = int(record.http_headers.get_statuscode())
     return found
+
+
+def missed_pages(ours: Runs, peer: Runs) -> set[str]:
+    """The URLs wget's first run archived with HTTP 200 and ours has no response for."""
+    found = peer.first()
+    return {uri for uri in found.keys() - ours.first().keys() if found[uri] == 200}
+
+
+def missed_errors(ours: Runs, peer: Runs) -> set[str]:
+    """The URLs wget's first run asked for and got an error, which ours never asked for (on a
+    real site, mostly wget's misreadings of script text as links)."""
+    return peer.first().keys() - ours.first().keys() - missed_pages(ours, peer)
 
 
 def ok_pages(found: dict[str, int]) -> int:
@@ -257,7 +283,7 @@ def alternating(url: str, opts: Options) -> tuple[Runs, Runs, dict[str, Floor]]:
         out, folder = OUT / f"ours-{run}", OUT / f"wget-{run}"
         ours_runs.children.append(ours_crawl(url, out, opts))
         ours_runs.found.append(responses(sorted((out / "warcs").glob("*.warc.gz"))))
-        wget_runs.children.append(wget_crawl(url, folder))
+        wget_runs.children.append(wget_crawl(url, folder, opts.start))
         wget_runs.found.append(responses(sorted(folder.glob("*.warc.gz"))))
         if run == 1:
             pages = [uri for uri, status in wget_runs.first().items() if status == 200]
@@ -273,33 +299,7 @@ def summary(runs: Runs) -> dict[str, Any]:
     return parsed
 
 
-# -- the profile ------------------------------------------------------------------------
-
-# Where a sample of our crawl goes: the first bucket, in this order, whose marks match its
-# stack (``path``: a mark in some frame; ``none``: in no frame) or its innermost frame
-# (``leaf``: a function name). py-spy charges a C call to the Python line that made it, so
-# the fsync of each WARC group shows as the own time of ``write_group``, and zlib's as that
-# of warcio's gzip wrapper.
-STARTUP = "start-up: imports, the CLI"
-BUCKETS: list[tuple[str, str, tuple[str, ...]]] = [
-    (STARTUP, "path", ("<frozen importlib",)),
-    (STARTUP, "none", ("Harvest.run ",)),
-    ("CDXJ index (lines made as records are written; files read back)", "path",
-     ("Harvest._index ", "harvester/archive/cdx.py")),
-    ("fsync of each WARC group (--durable only)", "leaf", ("RotatingWARCWriter.write_group",)),
-    ("gzip (warcio: a new level-9 compressor per record)", "leaf", ("GzippingWrapper.",)),
-    ("DIDL records", "path", ("harvester/archive/didl.py", "Recorder._didl ")),
-    ("other WARC record building and writing (warcio)", "path",
-     ("harvester/archive/warc.py", "harvester/archive/recorder.py")),
-    ("link extraction", "path", ("harvester/crawl/links.py", "harvester/crawl/bodytext.py")),
-    ("SQLite state", "path", ("harvester/storage/",)),
-    ("HTTP fetch (aiohttp)", "path", ("harvester/fetch.py",)),
-    ("seen-URL test", "path",
-     ("harvester/crawl/seen.py", "harvester/crawl/clockcache.py",
-      "harvester/crawl/fingerprintfile.py")),
-    ("frontier, scope, scores, scheduler", "path", ("harvester/crawl/",)),
-]  # fmt: skip
-OTHER = "event loop, sockets, other"
+# -- the profile ----------------------------------------------------------------------
 
 
 def profiled(url: str, opts: Options) -> Path:
@@ -310,53 +310,8 @@ def profiled(url: str, opts: Options) -> Path:
     argv = [py_spy, "record", "--format", "raw", "--rate", "100", "--nonblocking",
             "--subprocesses", "-o", str(raw),
             "--", *ours_argv(url, OUT / "ours-profiled", opts)]  # fmt: skip
-    measured(argv, OUT / "ours-profiled.log")
+    measured(argv, OUT / "ours-profiled.log", OURS_OK)
     return raw
-
-
-def stacks(raw: Path) -> Iterator[tuple[list[str], int]]:
-    """py-spy's raw (collapsed) output: each stack, outermost frame first, and its samples."""
-    with open(raw, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            if stack and count.isdigit():
-                yield stack.split(";"), int(count)
-
-
-def breakdown(raw: Path) -> dict[str, float]:
-    """Each bucket's share of the samples, largest first; the shares add up to 1."""
-    counts: Counter[str] = Counter()
-    for frames, count in stacks(raw):
-        counts[_bucket(frames)] += count
-    total = sum(counts.values()) or 1
-    return {name: n / total for name, n in counts.most_common()}
-
-
-def _bucket(frames: list[str]) -> str:
-    leaf = frames[-1]
-    for name, where, marks in BUCKETS:
-        if where == "leaf" and leaf.startswith(marks):
-            return name
-        found = any(m in f for f in frames for m in marks)
-        if (where == "path" and found) or (where == "none" and not found):
-            return name
-    return OTHER
-
-
-def own_time(raw: Path, top: int) -> list[tuple[str, float]]:
-    """The ``top`` functions by their own share of the samples (``module.function``)."""
-    counts: Counter[str] = Counter()
-    for frames, count in stacks(raw):
-        counts[_function(frames[-1])] += count
-    total = sum(counts.values()) or 1
-    return [(name, n / total) for name, n in counts.most_common(top)]
-
-
-def _function(frame: str) -> str:
-    """``name (path/to/module.py:12)`` -> ``module.name``."""
-    name, _, where = frame.partition(" (")
-    module = where.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py")
-    return f"{module}.{name}" if module else name
 
 
 # -- the report -------------------------------------------------------------------------
@@ -365,6 +320,8 @@ def _function(frame: str) -> str:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench crawl", description=__doc__)
     parser.add_argument("--pages", type=int, default=20_000, help="site size (HTML pages)")
+    parser.add_argument("--site", type=Path, help="crawl this folder instead of a generated site")
+    parser.add_argument("--start", default="index.html", help="the start page, in the site")
     parser.add_argument("--runs", type=int, default=2, help="alternating runs per contender")
     parser.add_argument("--concurrency", type=int, default=16, help="our simultaneous fetches")
     parser.add_argument("--per-host", type=int, default=8, help="our connections to the host")
@@ -376,25 +333,46 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def run(argv: list[str]) -> Report:
     args = parse_args(argv)
-    opts = Options(args.runs, args.concurrency, args.per_host, args.schedule, args.processes)
+    opts = Options(args.runs, args.concurrency, args.per_host, args.schedule, args.processes,
+                   args.start)  # fmt: skip
     shutil.rmtree(OUT, ignore_errors=True)
     OUT.mkdir(parents=True)
-    manifest = make_site(OUT / "site", pages=args.pages, seed=1)
+    site = chosen_site(args)
     raw: Path | None = None
-    with serving(OUT / "site", OUT / "nginx") as url:
+    with serving(site.root, OUT / "nginx", opts.start) as url:
         ours_runs, wget_runs, bounds = alternating(url, opts)
         if args.profile:
             raw = profiled(url, opts)
-    rows = _rows(ours_runs, wget_runs, manifest) + _floor_rows(bounds, ours_runs, wget_runs)
+    rows = _rows(ours_runs, wget_runs, site) + _floor_rows(bounds, ours_runs, wget_runs)
     report = Report("crawl", COLUMNS, rows=rows)
-    report.figures |= _figures(ours_runs, wget_runs, manifest)
+    report.figures |= _figures(ours_runs, wget_runs, site)
     report.figures |= {f"{name.split()[-1]}_bound_ratio": round(floor.rate() / wget_runs.rate(), 2)
                        for name, floor in bounds.items()}  # fmt: skip
-    report.notes += _notes(opts, ours_runs, wget_runs, manifest)
+    report.notes += _notes(opts, ours_runs, wget_runs, site)
     report.notes += _floor_notes(bounds, wget_runs)
     if raw is not None:
-        report.notes += _profile_notes(raw)
+        report.notes += profile_notes(raw)
     return report
+
+
+@dataclass(frozen=True)
+class Site:
+    """The site crawled: its folder, how many files it holds and, when generated, its
+    manifest (which files its index.html leads to)."""
+
+    root: Path
+    files: int
+    manifest: Manifest | None = None
+
+
+def chosen_site(args: argparse.Namespace) -> Site:
+    """``--site``'s folder, or a site of ``--pages`` pages generated below :data:`OUT`."""
+    if args.site is not None:
+        if not (args.site / args.start).is_file():
+            raise SystemExit(f"bench crawl: no start page {args.site / args.start}")
+        return Site(args.site, len(files_on_disk(args.site)))
+    manifest = make_site(OUT / "site", pages=args.pages, seed=1)
+    return Site(manifest.root, len(manifest.public), manifest)
 
 
 def _row(metric: str, ours: object, peer: object = "", ratio: object = "", target: str = "",
@@ -402,22 +380,21 @@ def _row(metric: str, ours: object, peer: object = "", ratio: object = "", targe
     return [metric, ours, peer, ratio, target, "" if met is None else "yes" if met else "no"]
 
 
-def _rows(ours: Runs, peer: Runs, manifest: Manifest) -> list[list[object]]:
+def _rows(ours: Runs, peer: Runs, site: Site) -> list[list[object]]:
     ratio = ours.rate() / peer.rate()
-    missed = peer.first().keys() - ours.first().keys()
+    missed = missed_pages(ours, peer)
     first = summary(ours)
     return [
-        _row(f"crawl of a {len(manifest.public):,}-file site, pages/s (ratio ours / wget)",
+        _row(f"crawl of a {site.files:,}-file site, pages/s (ratio ours / wget)",
              ours.rate(), peer.rate(), ratio, f">= {TARGET_RATIO:g}x", ratio >= TARGET_RATIO),
         _row("wall s, start to exit", ours.seconds(), peer.seconds()),
         _row("CPU s, user + system (ratio ours / wget)", ours.cpu(), peer.cpu(),
              ours.cpu() / peer.cpu()),
         _row("response records in the WARCs (of them HTTP 200)", _count(ours.first()),
              _count(peer.first())),
-        _row(f"of the {len(manifest.linked):,} files linked from index.html, archived",
-             _linked(ours.first(), manifest), _linked(peer.first(), manifest), "",
-             f"{len(manifest.linked):,}", _linked(ours.first(), manifest) == len(manifest.linked)),
-        _row("URLs found by wget, not by us", len(missed), "", "", "0", not missed),
+        *_linked_rows(ours, peer, site.manifest),
+        _row("URLs wget archived (HTTP 200), not we", len(missed), "", "", "0", not missed),
+        _row("URLs wget got an error for, not asked by us", len(missed_errors(ours, peer))),
         _row("seen-URL cache hit rate", first["seen_hit_rate"]),
         _row("failed / refused by scope or trap rules", f"{first['failed']} / {first['refused']}"),
     ]  # fmt: skip
@@ -442,6 +419,24 @@ def _count(found: dict[str, int]) -> str:
     return f"{len(found):,} ({ok_pages(found):,})"
 
 
+def _linked_rows(ours: Runs, peer: Runs, manifest: Manifest | None) -> list[list[object]]:
+    """How much of what the generated site's index.html leads to each archived."""
+    if manifest is None:
+        return []
+    wanted = len(manifest.linked)
+    archived = _linked(ours.first(), manifest)
+    return [
+        _row(
+            f"of the {wanted:,} files linked from index.html, archived",
+            archived,
+            _linked(peer.first(), manifest),
+            "",
+            f"{wanted:,}",
+            archived == wanted,
+        )
+    ]
+
+
 def _linked(found: dict[str, int], manifest: Manifest) -> int:
     """How many of the files linked from index.html have a 200 response in ``found``."""
     origin = next(iter(found), "").split("/", 3)[:3]
@@ -450,27 +445,32 @@ def _linked(found: dict[str, int], manifest: Manifest) -> int:
     return len(wanted & {uri for uri, status in found.items() if status == 200})
 
 
-def _figures(ours: Runs, peer: Runs, manifest: Manifest) -> dict[str, float | int | str]:
+def _figures(ours: Runs, peer: Runs, site: Site) -> dict[str, float | int | str]:
     return {
-        "files": len(manifest.public),
+        "files": site.files,
         "pages_per_s": round(ours.rate(), 1),
         "wget_pages_per_s": round(peer.rate(), 1),
         "ratio": round(ours.rate() / peer.rate(), 2),
         "cpu_ratio": round(ours.cpu() / peer.cpu(), 2),
         "ours_urls": len(ours.first()),
         "wget_urls": len(peer.first()),
-        "missed": len(peer.first().keys() - ours.first().keys()),
+        "missed": len(missed_pages(ours, peer)),
         "seen_hit_rate": str(summary(ours)["seen_hit_rate"]),
     }
 
 
-def _notes(opts: Options, ours: Runs, peer: Runs, manifest: Manifest) -> list[str]:
+def _notes(opts: Options, ours: Runs, peer: Runs, site: Site) -> list[str]:
+    linked = site.manifest.linked if site.manifest is not None else None
+    what = (
+        f"{site.files:,} files in {site.root}, crawled from {opts.start}"
+        if linked is None
+        else f"{site.files:,} public files, {len(linked):,} linked from index.html"
+    )
     notes = [
-        f"{len(manifest.public):,} public files, {len(manifest.linked):,} linked from "
-        f"index.html; nginx, 1 worker, keep-alive, on loopback. Medians of {opts.runs} "
+        f"{what}; nginx, 1 worker, keep-alive, on loopback. Medians of {opts.runs} "
         "alternating runs per contender, each into a fresh folder.",
-        f"ours: `harvester harvest URL/index.html --mode crawl {' '.join(opts.flags())}` "
-        "(robots.txt obeyed: one 404). wget: `" + " ".join(WGET) + " --delete-after "
+        f"ours: `harvester harvest URL/{opts.start} --mode crawl {' '.join(opts.flags())}` "
+        "(robots.txt obeyed). wget: `" + " ".join(WGET) + " --delete-after "
         "--warc-file=...`, one connection.",
         "pages/s: HTTP 200 response records in each run's WARC files over its wall time, "
         "interpreter start included. Ours writes four records per page (request, response, "
@@ -479,9 +479,11 @@ def _notes(opts: Options, ours: Runs, peer: Runs, manifest: Manifest) -> list[st
         "response records. CPU s: rusage of the process from wait4, which counts the "
         "children it waited for (our archiving process; nginx is not included).",
     ]
-    missed = sorted(peer.first().keys() - ours.first().keys())
-    if missed:
-        notes.append(f"found by wget only ({len(missed)}): " + ", ".join(missed[:20]))
+    for what, urls in (("archived by wget only", missed_pages(ours, peer)),
+                       ("asked by wget only, answered with an error",
+                        missed_errors(ours, peer))):  # fmt: skip
+        if urls:
+            notes.append(f"{what} ({len(urls)}): " + ", ".join(sorted(urls)[:20]))
     extra = sorted(ours.first().keys() - peer.first().keys())
     if extra:
         notes.append(f"found by us only ({len(extra)}): " + ", ".join(extra[:20]))
@@ -499,14 +501,4 @@ def _floor_notes(bounds: dict[str, Floor], peer: Runs) -> list[str]:
         f"At {TARGET_RATIO:g}x wget a page may take {budget:.2f} ms of wall time in all; "
         "bound / wget below the target means the target is out of reach of any one-process "
         "crawler on aiohttp here, whatever else it does.",
-    ]
-
-
-def _profile_notes(raw: Path) -> list[str]:
-    shares = breakdown(raw)
-    own = own_time(raw, PROFILE_TOP)
-    return [
-        "profile (py-spy, one more crawl of ours; each sample to the first bucket that holds "
-        "it): " + "; ".join(f"{name} {share:.0%}" for name, share in shares.items()),
-        "profile, own time: " + ", ".join(f"{name} {share:.1%}" for name, share in own),
     ]

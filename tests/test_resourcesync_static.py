@@ -7,43 +7,23 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
-from bench.crawl import NGINX_CONF, nginx_binary
+from bench.crawl import serving
 from server_module.cli import main as provider_main
-from tests.servers import HOST, RunningServer, free_port, wait_until_answers
 from tests.sites import Manifest, make_site
 from tests.test_harvest import records
 
 BIN = Path(sys.executable).parent
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
-
-
-@contextmanager
-def serving(root: Path, prefix: Path) -> Iterator[str]:
-    """nginx alone serving ``root`` (bench/crawl.py's configuration) on a loopback port; its
-    workers run as the test's user, so they can read a private temporary folder."""
-    port = free_port()
-    for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (prefix / "tmp" / sub).mkdir(parents=True, exist_ok=True)
-    conf = prefix / "nginx.conf"
-    user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
-    conf.write_text(user + NGINX_CONF.format(prefix=prefix, host=HOST, port=port, root=root))
-    argv = [nginx_binary(), "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf)]
-    proc = subprocess.Popen([*argv, "-g", "daemon off;"], stderr=subprocess.DEVNULL)
-    with RunningServer(proc, HOST, port) as server:
-        wait_until_answers(f"{server.url}/index.html", proc, 30.0)
-        yield server.url
 
 
 def url_of(base: str, rel: str) -> str:
