@@ -146,7 +146,7 @@ def test_politeness_spacing_seen_by_the_server(hostile: RunningServer, tmp_path:
     assert min(gaps) >= 0.4 - 0.02, gaps
 
 
-def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     site, server, index = plain_site
     out = tmp_path / "out"
     crawl(server.url + "/", out, delay_factor=0.0)
@@ -169,6 +169,7 @@ def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path) -> None
     with SQLiteState(out / "state.sqlite") as state:
         assert state.get(url_of(server, gone)).status == "gone"  # type: ignore[union-attr]
     assert summary["unchanged"] >= len(site.linked) - 2
+    assert f"{url_of(server, gone)}: HTTP 404 " in caplog.text  # logged, as a listed 404 is
 
 
 @pytest.mark.slow

@@ -278,6 +278,7 @@ class Crawler:
 
     async def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
         if result.status in GONE:
+            log.warning("%s: HTTP %d %s", item.url, result.status, result.reason)
             with self.batch.step():
                 self._acknowledge(item)
                 self.state.mark_gone(item.url, result.status)
