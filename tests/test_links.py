@@ -116,6 +116,14 @@ def test_links_come_in_document_order_and_canonical() -> None:
     ]
 
 
+def test_a_link_with_a_style_gives_both_and_an_anchor_without_href_none() -> None:
+    html = '<a name="top"></a><a href="p.html" style="background: url(bg.png)">p</a>'
+    assert extract_links(html.encode(), BASE, "text/html") == [
+        Link("http://example.com/dir/p.html", "a/href"),
+        Link("http://example.com/dir/bg.png", "css/url", embed=True),
+    ]
+
+
 def test_duplicates_keep_their_first_occurrence() -> None:
     html = '<img src="x.png"><a href="x.png#a">x</a><a href="./x.png">x</a><a href="y">y</a>'
     assert extract_links(html.encode(), BASE, "text/html") == [

@@ -272,6 +272,10 @@ def _html_candidates(text: str, base_url: str) -> Iterator[_Candidate]:
     base, base_seen = base_url, False
     for element in root.iter(etree.Element):
         tag = element.tag
+        if tag == "a" and element.get("rel") is None and element.get("style") is None:
+            if (href := element.get("href")) is not None:  # most links: made here, directly
+                yield _Candidate(href, base, "a/href")
+            continue
         if tag in _LINKING_ELEMENTS:
             attributes = dict(element.items())
         elif (style := element.get("style")) is not None:
