@@ -82,6 +82,40 @@ def test_a_crawl_archived_apart_keeps_what_one_process_keeps(tmp_path: Path) -> 
     assert os.getpid() not in pids(tmp_path / "out2"), "the second process wrote the files"
 
 
+@pytest.mark.parametrize("help_at", [0, 1000], ids=["links found by the crawler", "by the child"])
+def test_links_found_by_either_process_reach_the_crawler_and_the_outlinks(
+    tmp_path: Path, help_at: int
+) -> None:
+    """When the child is behind (``help_at`` 0: always), the crawling process finds a page's
+    links itself and sends them along: the crawler gets the same links as from the child,
+    and the child writes them into the page's metadata record."""
+    writer = RotatingWARCWriter(tmp_path, prefix="t")
+    writer.open()
+    archivist = ArchiveProcess(
+        Recorder(writer, strategy="crawl", endpoint=None), follow_nofollow=True, help_at=help_at
+    )
+
+    async def run() -> list[str]:
+        await archivist.start(lambda: None)
+        archived = await archivist.archive(*page("http://h/a.html"))
+        with archivist.one_file():
+            archivist.stepped(archived.ticket)
+        await archivist.close()
+        return archived.links
+
+    assert asyncio.run(run()) == ["http://h/next.html", "http://h/i.png"]
+    (path,) = tmp_path.glob("*.warc.gz")
+    with open(path, "rb") as fh:
+        outlinks = [
+            line.split()[1]
+            for record in ArchiveIterator(fh)
+            if record.rec_type == "metadata"
+            for line in record.content_stream().read().splitlines()
+            if line.startswith(b"outlink:")
+        ]
+    assert outlinks == [b"http://h/next.html", b"http://h/i.png"]
+
+
 def test_a_full_file_is_finished_only_once_its_groups_are_committed(tmp_path: Path) -> None:
     """The crash rule of a step batch: with a file full after one group, the next page is
     held (and a commit asked for) until the first page's step has ended; then the file is

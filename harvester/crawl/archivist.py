@@ -9,7 +9,10 @@ the crawling process fetches, schedules and keeps the state. They talk over a so
 each page goes over as its resource row and exchange, pickled, with a ticket numbered in
 sending order; the child answers in the same order with the capture and the links' URLs (all
 the frontier reads of a link: strings pickle and load in half the time of
-:class:`~harvester.crawl.links.Link` tuples).
+:class:`~harvester.crawl.links.Link` tuples). When pages already wait for the child
+(its answers say how many it has yet to archive; :data:`HELP_AT`), the crawling process finds
+the next page's links itself and sends them along: on a site of large pages the links are most
+of the child's work, and the crawling process would otherwise wait for it.
 
 The crash rules stay those of one process (``crawl/stepbatch.py``). The child writes its
 groups, in ticket order, into WARC files of its own (a :meth:`sibling
@@ -52,6 +55,10 @@ from harvester.storage.protocol import Capture, Resource
 
 log = logging.getLogger(__name__)
 _HEAD = struct.Struct("!I")  # a message's length, before its pickle
+# Pages the child had yet to archive, by its last answer, from which the crawling process
+# finds a page's links itself (the child then only writes the page's group): on a site of
+# large pages the links are most of the child's work, and it falls behind.
+HELP_AT = 4
 
 
 class Archived(NamedTuple):
@@ -119,14 +126,17 @@ class InlineArchivist:
 class ArchiveProcess:
     """Archives in a forked child (the module's docstring says how)."""
 
-    def __init__(self, recorder: Recorder, *, follow_nofollow: bool) -> None:
-        self.recorder, self.follow_nofollow = recorder, follow_nofollow
+    def __init__(
+        self, recorder: Recorder, *, follow_nofollow: bool, help_at: int = HELP_AT
+    ) -> None:
+        self.recorder, self.follow_nofollow, self.help_at = recorder, follow_nofollow, help_at
         self.pid = 0
         self._transport: asyncio.Transport | None = None
         self._waiting: dict[int, asyncio.Future[Archived]] = {}
         self._unsettled: set[int] = set()
         self._stepped: list[int] = []
         self._next = 0
+        self._behind = 0  # pages the child had yet to archive when it last answered
         self._ended: str | None = None
         self._commit: Callable[[], None] = lambda: None
 
@@ -146,15 +156,19 @@ class ArchiveProcess:
     async def archive(self, res: Resource, result: HttpExchange) -> Archived:
         if self._ended is not None:
             raise ArchiveError(self._ended)
+        links = None
+        if self._behind >= self.help_at:  # the child is behind: the links are found here
+            links = _link_urls(result, self.follow_nofollow)
         ticket, self._next = self._next, self._next + 1
         future: asyncio.Future[Archived] = asyncio.get_running_loop().create_future()
         self._waiting[ticket] = future
         self._unsettled.add(ticket)
-        self._send(("page", ticket, res, result))
+        self._send(("page", ticket, res, result, links))
         try:
-            return await future
+            archived = await future
         finally:  # a page cancelled stays unsettled: its group may be written all the same
             self._waiting.pop(ticket, None)
+        return archived if links is None else archived._replace(links=links)
 
     def stepped(self, ticket: int) -> None:
         self._stepped.append(ticket)
@@ -195,8 +209,8 @@ class ArchiveProcess:
         if reply[0] == "error":
             future.set_exception(ArchiveError(reply[2]))
             return
-        _, ticket, capture, unchanged, links = reply
-        future.set_result(Archived(capture, unchanged, links, ticket))
+        _, ticket, capture, unchanged, links, self._behind = reply
+        future.set_result(Archived(capture, unchanged, links or [], ticket))  # None: ours
 
     def _lost(self, exc: Exception | None) -> None:
         self._ended = (
@@ -228,11 +242,21 @@ class _Channel(asyncio.Protocol):
 
 
 def _archive(
-    recorder: Recorder, res: Resource, result: HttpExchange, follow_nofollow: bool
+    recorder: Recorder,
+    res: Resource,
+    result: HttpExchange,
+    follow_nofollow: bool,
+    links: list[str] | None = None,
 ) -> tuple[Capture, bool, list[str]]:
-    links = [link.url for link in response_links(result, follow_nofollow=follow_nofollow)]
+    """``result``'s group written, with its links (found here unless given)."""
+    if links is None:
+        links = _link_urls(result, follow_nofollow)
     capture, unchanged = recorder.fetched(res, result, outlinks=links)
     return capture, unchanged, links
+
+
+def _link_urls(result: HttpExchange, follow_nofollow: bool) -> list[str]:
+    return [link.url for link in response_links(result, follow_nofollow=follow_nofollow)]
 
 
 def _by_fields(value: Any) -> tuple[type, tuple[Any, ...]]:
@@ -333,17 +357,23 @@ class _Server:
                 self.holding = True
                 return
             self.holding = False
-            _, ticket, res, result = self.backlog.popleft()
-            reply = _framed(self._one(ticket, res, result))
+            _, ticket, res, result, links = self.backlog.popleft()
+            reply = _framed((*self._one(ticket, res, result, links), len(self.backlog)))
             self.written = ticket  # before the answer, which may find the socket closed
             self.sock.sendall(reply)
 
-    def _one(self, ticket: int, res: Resource, result: HttpExchange) -> tuple[Any, ...]:
+    def _one(
+        self, ticket: int, res: Resource, result: HttpExchange, given: list[str] | None
+    ) -> tuple[Any, ...]:
+        """The answer for one page (its links go back only when found here), to which the
+        pages still to archive are added."""
         try:
-            capture, unchanged, links = _archive(self.recorder, res, result, self.follow_nofollow)
+            capture, unchanged, links = _archive(
+                self.recorder, res, result, self.follow_nofollow, given
+            )
         except ArchiveError as exc:
             return ("error", ticket, str(exc))
         except Exception as exc:  # a defect: its trace goes to the log, the crawl ends
             log.exception("archiving %s failed", result.url)
             return ("error", ticket, f"archiving {result.url} failed: {exc!r}")
-        return ("ok", ticket, capture, unchanged, links)
+        return ("ok", ticket, capture, unchanged, None if given is not None else links)
