@@ -161,13 +161,14 @@ def _render_one(one: dict[str, Any]) -> list[str]:
             lines.append(f"    list {what} ({item['prefix']}): from {item['from'] or '-'}")
     for run in one["runs"]:
         counts = run["counts"]
-        keys = _RUN_KEYS[1:] if run["mode"] == "crawl" else _RUN_KEYS  # a crawl lists nothing
+        keys = _CRAWL_RUN_KEYS if run["mode"] == "crawl" else _RUN_KEYS
         done = _pairs({k: counts[k] for k in keys if k in counts}) or "unfinished"
         lines.append(f"  run {run['start']} .. {run['end'] or '?'} {run['mode']}: {done}")
     return lines
 
 
 _RUN_KEYS = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
+_CRAWL_RUN_KEYS = tuple(key for key in _RUN_KEYS if key != "listed")  # a crawl lists nothing
 
 
 def _pairs(values: dict[str, Any]) -> str:
