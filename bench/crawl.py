@@ -299,7 +299,7 @@ def summary(runs: Runs) -> dict[str, Any]:
     return parsed
 
 
-# -- the profile ----------------------------------------------------------------------
+# -- the profile ------------------------------------------------------------------------
 
 
 def profiled(url: str, opts: Options) -> Path:

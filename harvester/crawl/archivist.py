@@ -201,6 +201,7 @@ class ArchiveProcess:
         if reply[0] == "hold":  # after the pages answered before it have taken their steps
             asyncio.get_running_loop().call_soon(self._commit)
             return
+        self._behind = reply[-1]  # every page's answer ends with the child's backlog
         if reply[0] == "error":  # its group was cut back: nothing of it is in the file
             self._unsettled.discard(reply[1])
         future = self._waiting.pop(reply[1], None)
@@ -209,7 +210,7 @@ class ArchiveProcess:
         if reply[0] == "error":
             future.set_exception(ArchiveError(reply[2]))
             return
-        _, ticket, capture, unchanged, links, self._behind = reply
+        _, ticket, capture, unchanged, links, _ = reply
         future.set_result(Archived(capture, unchanged, links or [], ticket))  # None: ours
 
     def _lost(self, exc: Exception | None) -> None:
