@@ -7,6 +7,13 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: demo test lint bench sysdeps clean
 
+# pywb, the replay system the tests replay collections in (tests/pywb.py), pins old
+# dependencies: it gets a virtual environment of its own.
+PYWB := .pywb/bin/wayback
+$(PYWB):
+	test -x .pywb/bin/python || $(PY) -m venv .pywb
+	.pywb/bin/python -m pip install --quiet 'pywb>=2.8'
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -33,11 +40,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: $(STAMP) sysdeps lint
+test: $(STAMP) $(PYWB) sysdeps lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP) sysdeps
 	$(BIN)/python -m bench $(NAME)
 
 clean:
-	rm -rf $(VENV) demo-out bench/out
+	rm -rf $(VENV) .pywb demo-out bench/out
