@@ -20,7 +20,7 @@ from flask import Blueprint, Response, current_app, request
 from werkzeug.datastructures import Headers
 from werkzeug.wsgi import wrap_file
 
-from server_module.contentcoding import coded
+from server_module.contentcoding import coded, negotiate
 from server_module.fileanswer import answer_file, request_relpath
 from server_module.headers import etag
 from server_module.oai.errors import BadArgument
@@ -97,9 +97,8 @@ def _too_large(repo: Repository) -> bytes:
 
 def _coded(parts: list[bytes]) -> Response:
     """gzip or deflate when the client asks (advertised in Identify's ``compression``)."""
-    accepted = request.accept_encodings
     headers = Headers({"Content-Type": XML, "Vary": "Accept-Encoding"})
-    coding = "gzip" if accepted["gzip"] else "deflate" if accepted["deflate"] else "identity"
+    coding = negotiate(request.headers.get("Accept-Encoding"))
     if coding != "identity":
         headers["Content-Encoding"] = coding
     return Response(coded(parts, coding), headers=headers)
