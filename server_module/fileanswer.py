@@ -4,18 +4,21 @@
 chooses the status and headers: 200 with exactly the headers the ``http_header`` format
 reports (or, when the file changed since the last refresh, headers that describe what is on
 disk now), or 304 with its ETag when the request's conditions say the client's copy is
-current (RFC 9110 §13.2.2: If-None-Match wins over If-Modified-Since).
+current (RFC 9110 §13.2.2: If-None-Match wins over If-Modified-Since), or for a ``Range``
+request 206 with the part, or 416, as nginx answers (:mod:`server_module.byterange`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from werkzeug.http import parse_date, parse_etags
 
+from server_module.byterange import Unsatisfiable, if_range_holds, requested_range
 from server_module.files import open_public
 from server_module.headers import file_headers, http_date
 from server_module.records import FileRecord
@@ -28,12 +31,25 @@ VALIDATORS = ("ETag",)
 
 
 class FileAnswer(NamedTuple):
-    """A 200 (``handle`` open for the body; the caller closes it) or a 304 (``handle`` None)."""
+    """A 200 or 206 (``handle`` open for the body; the caller closes it), or a 304 or 416
+    (``handle`` None)."""
 
     status: int
     headers: Headers
     handle: BinaryIO | None
-    size: int  # the file's size when opened
+    size: int  # the bytes of the body: the file's size when opened, or the range's
+    offset: int = 0  # where in the file the body starts
+
+    def chunks(self, chunk: int = 64 * 1024) -> Iterator[bytes]:
+        """The body read from the handle, which is closed at the end."""
+        if self.handle is None:
+            return
+        with self.handle as handle:
+            handle.seek(self.offset)
+            left = self.size
+            while left > 0 and (data := handle.read(min(chunk, left))):
+                left -= len(data)
+                yield data
 
 
 def request_relpath(environ: dict[str, Any]) -> bytes:
@@ -66,7 +82,28 @@ def answer_file(repo: Repository, record: FileRecord, environ: dict[str, Any]) -
     if not_modified(headers, environ):
         handle.close()
         return FileAnswer(304, [(k, v) for k, v in headers if k in VALIDATORS], None, 0)
-    return FileAnswer(200, headers, handle, info.st_size)
+    return ranged(FileAnswer(200, headers, handle, info.st_size), environ)
+
+
+def ranged(whole: FileAnswer, environ: dict[str, Any]) -> FileAnswer:
+    """The 200 answer, or the part of it a ``Range`` request asks for (206, or 416)."""
+    fields = dict(whole.headers)
+    if not if_range_holds(environ.get("HTTP_IF_RANGE"), fields["ETag"], fields["Last-Modified"]):
+        return whole
+    try:
+        part = requested_range(environ.get("HTTP_RANGE"), whole.size)
+    except Unsatisfiable:
+        assert whole.handle is not None
+        whole.handle.close()
+        refused = [("Content-Type", "text/plain"), ("Content-Length", "0")]
+        return FileAnswer(416, [*refused, ("Content-Range", f"bytes */{whole.size}")], None, 0)
+    if part is None:
+        return whole
+    first, length = part
+    headers = [(k, str(length) if k == "Content-Length" else v) for k, v in whole.headers]
+    headers = [(k, v) for k, v in headers if k != "Accept-Ranges"]  # as nginx's 206
+    headers.append(("Content-Range", f"bytes {first}-{first + length - 1}/{whole.size}"))
+    return FileAnswer(206, headers, whole.handle, length, first)
 
 
 def live_headers(record: FileRecord, info: os.stat_result) -> Headers:
@@ -77,7 +114,7 @@ def live_headers(record: FileRecord, info: os.stat_result) -> Headers:
         ("Content-Length", str(info.st_size)),
         ("Last-Modified", http_date(info.st_mtime_ns)),
         ("ETag", weak),
-        ("Accept-Ranges", "none"),
+        ("Accept-Ranges", "bytes"),
     ]
 
 

@@ -159,6 +159,8 @@ def _serve(repo: Repository, record: FileRecord) -> Response:
         return Response("not found\n", status=404, content_type="text/plain")
     if answer.handle is None:
         return Response(status=answer.status, headers=answer.headers)
+    if answer.status != 200:  # a range: the part only
+        return Response(answer.chunks(), status=answer.status, headers=Headers(answer.headers))
     body: Any = wrap_file(request.environ, answer.handle)
     return Response(body, headers=Headers(answer.headers), direct_passthrough=True)
 
