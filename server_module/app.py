@@ -49,7 +49,12 @@ def create_app(
     settings = load_settings(config_file=config_file, docroot=docroot, base_url=base_url, **flags)
     index = file_index(settings)
     owner = IndexLock(index.path, shared=True).open() if lock else None
-    index.open()
+    try:
+        index.open()
+    except BaseException:
+        if owner is not None:
+            owner.close()
+        raise
     if refresh:
         index.refresh()
     app = Flask(__name__, static_folder=None)

@@ -40,16 +40,32 @@ class FileAnswer(NamedTuple):
     size: int  # the bytes of the body: the file's size when opened, or the range's
     offset: int = 0  # where in the file the body starts
 
-    def chunks(self, chunk: int = 64 * 1024) -> Iterator[bytes]:
-        """The body read from the handle, which is closed at the end."""
-        if self.handle is None:
-            return
-        with self.handle as handle:
-            handle.seek(self.offset)
-            left = self.size
-            while left > 0 and (data := handle.read(min(chunk, left))):
-                left -= len(data)
-                yield data
+    def body(self) -> FileBody:
+        """The body's bytes, for a WSGI server to send and then close."""
+        assert self.handle is not None
+        return FileBody(self.handle, self.offset, self.size)
+
+
+class FileBody:
+    """``size`` bytes of a file from ``offset``, read a chunk at a time; ``close()`` (which a
+    WSGI server calls, PEP 3333) closes the file, even when nothing was read (HEAD)."""
+
+    def __init__(self, handle: BinaryIO, offset: int, size: int, chunk: int = 64 * 1024) -> None:
+        self.handle, self.offset, self.size, self.chunk = handle, offset, size, chunk
+
+    def __iter__(self) -> Iterator[bytes]:
+        self.handle.seek(self.offset)
+        left = self.size
+        while left > 0 and (data := self.handle.read(min(self.chunk, left))):
+            left -= len(data)
+            yield data
+
+    def read_all(self) -> bytes:
+        with self.handle:
+            return b"".join(self)
+
+    def close(self) -> None:
+        self.handle.close()
 
 
 def request_relpath(environ: dict[str, Any]) -> bytes:

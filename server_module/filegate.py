@@ -87,8 +87,8 @@ def _body(answer: FileAnswer, environ: dict[str, Any]) -> Iterable[bytes]:
         handle.close()
         return []
     if answer.size <= INLINE_BYTES:
-        return [b"".join(answer.chunks())]
+        return [answer.body().read_all()]
     wrapper = environ.get("wsgi.file_wrapper")
     if wrapper is not None and answer.status == 200:  # the whole file, from its start
         return wrapper(handle, 8192)  # type: ignore[no-any-return]
-    return answer.chunks()
+    return answer.body()

@@ -167,7 +167,12 @@ def _serve(repo: Repository, record: FileRecord) -> Response:
     if answer.handle is None:
         return Response(status=answer.status, headers=answer.headers)
     if answer.status != 200:  # a range: the part only
-        return Response(answer.chunks(), status=answer.status, headers=Headers(answer.headers))
+        return Response(
+            answer.body(),
+            status=answer.status,
+            headers=Headers(answer.headers),
+            direct_passthrough=True,
+        )
     body: Any = wrap_file(request.environ, answer.handle)
     return Response(body, headers=Headers(answer.headers), direct_passthrough=True)
 
