@@ -10,17 +10,20 @@ browser seeking in audio or video, or a download resumed, gets what nginx would 
 * a malformed field, or no range that starts inside the file, is 416 (``Unsatisfiable``);
 * ranges that add up to more than the file are ignored (200), as nginx does.
 
-nginx answers several ranges with ``multipart/byteranges``; this provider answers them with
-the whole file (200), which RFC 9110 §14.2 allows. ``If-Range`` (§13.1.5) keeps the range
-only when it is the file's strong ETag or its exact ``Last-Modified`` date; anything else
-means the client's copy is stale, so it gets the whole file.
+Several ranges are answered as nginx answers them, with one ``multipart/byteranges`` body
+(RFC 9110 §14.6; :func:`multipart`) laid out byte for byte as nginx lays it out.
+``If-Range`` (§13.1.5) keeps the range only when it is the file's strong ETag or its exact
+``Last-Modified`` date; anything else means the client's copy is stale, so it gets the whole
+file.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["Unsatisfiable", "if_range_holds", "requested_range"]
+__all__ = ["Piece", "Unsatisfiable", "if_range_holds", "multipart", "requested_ranges"]
+
+Piece = bytes | tuple[int, int]  # bytes to send as they are, or (first, length) of the file
 
 _PREFIX = "bytes="
 _RANGE = re.compile(r" *(?:(\d+) *- *(\d*)|-(\d+)) *")
@@ -30,16 +33,16 @@ class Unsatisfiable(ValueError):
     """No range of the field can be sent: 416 with ``Content-Range: bytes */SIZE``."""
 
 
-def requested_range(field: str | None, size: int) -> tuple[int, int] | None:
-    """The ``(first, length)`` to send, or None for the whole file.
+def requested_ranges(field: str | None, size: int) -> list[tuple[int, int]] | None:
+    """The ``(first, length)`` of each range to send, or None for the whole file.
 
-    >>> requested_range("bytes=0-9", 100), requested_range("bytes=-5", 100)
-    ((0, 10), (95, 5))
-    >>> requested_range("bytes= 90-200", 100), requested_range("items=0-5", 100)
-    ((90, 10), None)
-    >>> requested_range("bytes=0-0,5-9", 100), requested_range("bytes=0-", 0)
-    (None, None)
-    >>> requested_range("bytes=5-2", 100)
+    >>> requested_ranges("bytes=0-9", 100), requested_ranges("bytes=-5", 100)
+    ([(0, 10)], [(95, 5)])
+    >>> requested_ranges("bytes= 90-200", 100), requested_ranges("items=0-5", 100)
+    ([(90, 10)], None)
+    >>> requested_ranges("bytes=0-0,5-9", 100), requested_ranges("bytes=0-", 0)
+    ([(0, 1), (5, 5)], None)
+    >>> requested_ranges("bytes=5-2", 100)
     Traceback (most recent call last):
     ...
     server_module.byterange.Unsatisfiable: bytes=5-2
@@ -55,10 +58,30 @@ def requested_range(field: str | None, size: int) -> tuple[int, int] | None:
             spans.append(span)
     if not spans:
         raise Unsatisfiable(field)
-    if len(spans) > 1 or sum(end - first for first, end in spans) > size:
+    if sum(end - first for first, end in spans) > size:
         return None
-    first, end = spans[0]
-    return first, end - first
+    return [(first, end - first) for first, end in spans]
+
+
+def multipart(
+    spans: list[tuple[int, int]], size: int, content_type: str, boundary: str
+) -> list[Piece]:
+    """The ``multipart/byteranges`` body of several ranges, as nginx lays it out.
+
+    >>> multipart([(0, 1), (5, 2)], 9, "text/plain", "B")  # doctest: +NORMALIZE_WHITESPACE
+    [b'\\r\\n--B\\r\\nContent-Type: text/plain\\r\\nContent-Range: bytes 0-0/9\\r\\n\\r\\n', (0, 1),
+     b'\\r\\n--B\\r\\nContent-Type: text/plain\\r\\nContent-Range: bytes 5-6/9\\r\\n\\r\\n', (5, 2),
+     b'\\r\\n--B--\\r\\n']
+    """
+    pieces: list[Piece] = []
+    for first, length in spans:
+        head = (
+            f"\r\n--{boundary}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Range: bytes {first}-{first + length - 1}/{size}\r\n\r\n"
+        )
+        pieces += [head.encode("latin-1"), (first, length)]
+    pieces.append(f"\r\n--{boundary}--\r\n".encode("latin-1"))
+    return pieces
 
 
 def _span(item: str, size: int, field: str) -> tuple[int, int] | None:

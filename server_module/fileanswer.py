@@ -11,6 +11,7 @@ request 206 with the part, or 416, as nginx answers (:mod:`server_module.byteran
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO, NamedTuple
@@ -18,7 +19,13 @@ from urllib.parse import unquote_to_bytes
 
 from werkzeug.http import parse_date, parse_etags
 
-from server_module.byterange import Unsatisfiable, if_range_holds, requested_range
+from server_module.byterange import (
+    Piece,
+    Unsatisfiable,
+    if_range_holds,
+    multipart,
+    requested_ranges,
+)
 from server_module.files import open_public
 from server_module.headers import file_headers, http_date
 from server_module.records import FileRecord
@@ -28,6 +35,7 @@ Headers = list[tuple[str, str]]
 # What a 304 carries: its ETag. (werkzeug drops Last-Modified from a 304 as an entity header,
 # so the Flask view never sent it there; the fast path sends what the view sends.)
 VALIDATORS = ("ETag",)
+_RANGED = ("Content-Type", "Content-Length", "Accept-Ranges")  # what a 206 says anew (or not)
 
 
 class FileAnswer(NamedTuple):
@@ -37,28 +45,32 @@ class FileAnswer(NamedTuple):
     status: int
     headers: Headers
     handle: BinaryIO | None
-    size: int  # the bytes of the body: the file's size when opened, or the range's
-    offset: int = 0  # where in the file the body starts
+    size: int  # the bytes of the body: the file's size when opened, or the ranges'
+    pieces: tuple[Piece, ...] = ()  # a 206's body; none: the whole file
 
     def body(self) -> FileBody:
         """The body's bytes, for a WSGI server to send and then close."""
         assert self.handle is not None
-        return FileBody(self.handle, self.offset, self.size)
+        return FileBody(self.handle, self.pieces or ((0, self.size),))
 
 
 class FileBody:
-    """``size`` bytes of a file from ``offset``, read a chunk at a time; ``close()`` (which a
-    WSGI server calls, PEP 3333) closes the file, even when nothing was read (HEAD)."""
+    """A body of bytes and spans of a file, the file read a chunk at a time; ``close()``
+    (which a WSGI server calls, PEP 3333) closes the file, even when nothing was read (HEAD)."""
 
-    def __init__(self, handle: BinaryIO, offset: int, size: int, chunk: int = 64 * 1024) -> None:
-        self.handle, self.offset, self.size, self.chunk = handle, offset, size, chunk
+    def __init__(self, handle: BinaryIO, pieces: tuple[Piece, ...], chunk: int = 64 * 1024) -> None:
+        self.handle, self.pieces, self.chunk = handle, pieces, chunk
 
     def __iter__(self) -> Iterator[bytes]:
-        self.handle.seek(self.offset)
-        left = self.size
-        while left > 0 and (data := self.handle.read(min(self.chunk, left))):
-            left -= len(data)
-            yield data
+        for piece in self.pieces:
+            if isinstance(piece, bytes):
+                yield piece
+                continue
+            first, left = piece
+            self.handle.seek(first)
+            while left > 0 and (data := self.handle.read(min(self.chunk, left))):
+                left -= len(data)
+                yield data
 
     def read_all(self) -> bytes:
         with self.handle:
@@ -107,19 +119,27 @@ def ranged(whole: FileAnswer, environ: dict[str, Any]) -> FileAnswer:
     if not if_range_holds(environ.get("HTTP_IF_RANGE"), fields["ETag"], fields["Last-Modified"]):
         return whole
     try:
-        part = requested_range(environ.get("HTTP_RANGE"), whole.size)
+        spans = requested_ranges(environ.get("HTTP_RANGE"), whole.size)
     except Unsatisfiable:
         assert whole.handle is not None
         whole.handle.close()
         refused = [("Content-Type", "text/plain"), ("Content-Length", "0")]
         return FileAnswer(416, [*refused, ("Content-Range", f"bytes */{whole.size}")], None, 0)
-    if part is None:
+    if spans is None:
         return whole
-    first, length = part
-    headers = [(k, str(length) if k == "Content-Length" else v) for k, v in whole.headers]
-    headers = [(k, v) for k, v in headers if k != "Accept-Ranges"]  # as nginx's 206
-    headers.append(("Content-Range", f"bytes {first}-{first + length - 1}/{whole.size}"))
-    return FileAnswer(206, headers, whole.handle, length, first)
+    kind, tail = fields["Content-Type"], []
+    if len(spans) == 1:
+        ((first, length),) = spans
+        pieces: list[Piece] = [(first, length)]
+        tail = [("Content-Range", f"bytes {first}-{first + length - 1}/{whole.size}")]
+    else:
+        boundary = f"{secrets.randbits(64):020d}"
+        pieces = multipart(spans, whole.size, kind, boundary)
+        kind = f"multipart/byteranges; boundary={boundary}"
+    length = sum(len(p) if isinstance(p, bytes) else p[1] for p in pieces)
+    kept = [(k, v) for k, v in whole.headers if k not in _RANGED]
+    headers = [("Content-Type", kind), ("Content-Length", str(length)), *kept, *tail]
+    return FileAnswer(206, headers, whole.handle, length, tuple(pieces))
 
 
 def live_headers(record: FileRecord, info: os.stat_result) -> Headers:
