@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # System tools the tests drive for real: wget as a peer client, chromium as a browser, nginx
-# serving a static site, and PostgreSQL (initdb, pg_ctl) for the throwaway clusters of the
-# postgresql:// state's tests (tests/pgcluster.py).
+# serving a static site, PostgreSQL (initdb, pg_ctl) for the throwaway clusters of the
+# postgresql:// state's tests (tests/pgcluster.py), and Apache with mod_wsgi and
+# systemd-analyze for the provider's deployments (tests/test_provider_deploy.py).
 PGBIN := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 sysdeps:
 	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
@@ -31,6 +32,9 @@ sysdeps:
 		{ apt-get update -qq && apt-get install -y -qq nginx-light; }
 	@command -v initdb >/dev/null || test -x "$(PGBIN)/initdb" || \
 		{ apt-get update -qq && apt-get install -y -qq postgresql; }
+	@test -e /usr/lib/apache2/modules/mod_wsgi.so || \
+		{ apt-get update -qq && apt-get install -y -qq apache2 libapache2-mod-wsgi-py3; }
+	@command -v systemd-analyze >/dev/null || { apt-get update -qq && apt-get install -y -qq systemd; }
 
 demo: $(STAMP)
 	$(BIN)/harvester demo --out demo-out

@@ -19,6 +19,7 @@ from flask import Flask
 from server_module.filegate import FileGate
 from server_module.formats import FormatRegistry, default_registry
 from server_module.index import FileIndex, default_index_path
+from server_module.indexlock import IndexLock
 from server_module.refresher import Refresher
 from server_module.repository import Repository
 from server_module.resourcesync.ledger import default_ledger_path
@@ -37,12 +38,23 @@ def create_app(
     config_file: str | os.PathLike[str] | None = None,
     formats: FormatRegistry | None = None,
     refresh: bool = True,
+    lock: bool = True,
     **flags: Any,
 ) -> Flask:
-    """Build the provider; settings layer as defaults < ``config_file`` < env < arguments."""
+    """Build the provider; settings layer as defaults < ``config_file`` < env < arguments.
+
+    The index is locked first, shared (:mod:`server_module.indexlock`), for as long as the
+    application lives; ``lock=False`` when the caller holds the lock (``serve``'s workers).
+    """
     settings = load_settings(config_file=config_file, docroot=docroot, base_url=base_url, **flags)
     index = file_index(settings)
-    index.open()
+    owner = IndexLock(index.path, shared=True).open() if lock else None
+    try:
+        index.open()
+    except BaseException:
+        if owner is not None:
+            owner.close()
+        raise
     if refresh:
         index.refresh()
     app = Flask(__name__, static_folder=None)
@@ -54,6 +66,7 @@ def create_app(
     )
     refresher = Refresher(index, settings.refresh_interval, watch=settings.watch)
     app.extensions.update(oai_repository=repo, oai_settings=settings, oai_refresher=refresher)
+    app.extensions["oai_index_lock"] = owner  # held while the application lives
     app.register_blueprint(make_blueprint(settings.endpoint))
     if settings.resourcesync:
         source = Source(index, default_ledger_path(index.path)).open()
@@ -77,6 +90,7 @@ def file_index(settings: ProviderSettings) -> FileIndex:
         settings.base_url,
         exclude=settings.exclude,
         allow_outside=settings.allow_outside,
+        rebase=settings.rebase,
     )
 
 

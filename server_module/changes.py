@@ -29,6 +29,18 @@ class RefreshStats:
     unchanged: int
     seconds: float
 
+    def sentence(self) -> str:
+        """What the refresh did, for a person.
+
+        >>> RefreshStats(3, 2, 1, 1, 0, 1, 0.25).sentence()
+        '3 files scanned (2 hashed): 1 added, 1 changed, 0 deleted, 1 unchanged, in 0.25 s'
+        """
+        return (
+            f"{self.scanned} files scanned ({self.hashed} hashed): {self.added} added, "
+            f"{self.changed} changed, {self.deleted} deleted, {self.unchanged} unchanged, "
+            f"in {self.seconds:.2f} s"
+        )
+
 
 class Known(NamedTuple):
     """An index row, as far as a refresh needs it."""

@@ -12,7 +12,22 @@ import click
 
 from coop_common import __version__
 from coop_common.cli import run_click
+from coop_common.settings import SettingsError
+from server_module.exceptions import IndexSchemaError, StartupError
+from server_module.settings import ProviderSettings, load_settings
 
+DEFAULTS = ProviderSettings(docroot=Path("."))
+REBASE = click.option(
+    "--rebase",
+    is_flag=True,
+    default=None,
+    help="Accept a base URL other than the index's: every item gets a new identifier and "
+    "each old one becomes a deleted record.",
+)
+INDEX = click.option(
+    "--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file."
+)
+CONFIG = click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 ALLOW_OUTSIDE = click.option(
     "--allow-outside",
     multiple=True,
@@ -32,15 +47,25 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("docroot", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--base-url", help="The site's public URL; identifiers are this plus each path.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8080, show_default=True, type=int)
-@click.option("--endpoint", help="Path of the OAI-PMH endpoint.  [default: /oai]")
-@click.option("--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file.")
-@click.option("--admin-email")
-@click.option("--repository-name")
-@click.option("--page-size", type=int)
-@click.option("--refresh-interval", type=float, help="Seconds between index refreshes.")
+@click.option(
+    "--base-url",
+    help="The site's public URL; identifiers are this plus each path.  [default: http://HOST:PORT]",
+)
+@REBASE
+@click.option("--host", help=f"Address to listen on.  [default: {DEFAULTS.host}]")
+@click.option("--port", type=int, help=f"Port to listen on.  [default: {DEFAULTS.port}]")
+@click.option("--endpoint", help=f"Path of the OAI-PMH endpoint.  [default: {DEFAULTS.endpoint}]")
+@INDEX
+@click.option("--admin-email", help="Identify's adminEmail.  [default: webmaster@<host>]")
+@click.option("--repository-name", help="Identify's repositoryName.  [default: <host>]")
+@click.option(
+    "--page-size", type=int, help=f"Headers a list page.  [default: {DEFAULTS.page_size}]"
+)
+@click.option(
+    "--refresh-interval",
+    type=float,
+    help=f"Seconds between index refreshes.  [default: {DEFAULTS.refresh_interval:g}]",
+)
 @click.option(
     "--watch/--no-watch",
     default=None,
@@ -57,43 +82,56 @@ def cli() -> None:
     help="Also publish the site as a ResourceSync source.  [default: on]",
 )
 @ALLOW_OUTSIDE
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
-@click.option("--workers", default=2, show_default=True, type=int)
-@click.option("--threads", default=4, show_default=True, type=int)
-def serve(docroot: Path, host: str, port: int, workers: int, threads: int, **flags: Any) -> int:
+@CONFIG
+@click.option("--workers", type=int, help=f"Worker processes.  [default: {DEFAULTS.workers}]")
+@click.option("--threads", type=int, help=f"Threads a worker.  [default: {DEFAULTS.threads}]")
+def serve(docroot: Path, **flags: Any) -> int:
     """Serve DOCROOT's files and its OAI-PMH endpoint under gunicorn."""
     from server_module.wsgiserver import serve_forever
 
-    flags["base_url"] = flags["base_url"] or f"http://{host}:{port}"
-    flags["allow_outside"] = flags["allow_outside"] or None  # none given: the file's or env's
-    return serve_forever(docroot, host=host, port=port, workers=workers, threads=threads, **flags)
+    return serve_forever(_settings(docroot, flags, serving=True))
 
 
 @cli.command()
 @click.argument("docroot", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--base-url", required=True, help="The site's public URL.")
-@click.option("--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file.")
+@click.option("--base-url", help="The site's public URL (required here or in the settings).")
+@REBASE
+@INDEX
 @ALLOW_OUTSIDE
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
-def index(docroot: Path, allow_outside: tuple[Path, ...], **flags: Any) -> int:
+@CONFIG
+def index(docroot: Path, **flags: Any) -> int:
     """Refresh DOCROOT's index once; print what changed and the symlinks out of the root it
-    did not follow."""
+    did not follow. Refused while a provider serves the index (it refreshes it itself)."""
     from server_module.app import file_index
+    from server_module.index import default_index_path
+    from server_module.indexlock import IndexLock
+    from server_module.preflight import check_index_folder
     from server_module.scan import outside_report
-    from server_module.settings import load_settings
 
-    settings = load_settings(docroot=docroot, allow_outside=allow_outside or None, **flags)
-    with file_index(settings) as idx:
+    settings = _settings(docroot, flags)
+    path = settings.index_path or default_index_path(docroot)
+    check_index_folder(path)
+    with IndexLock(path), file_index(settings) as idx:
         stats = idx.refresh()
-    click.echo(f"{idx.path}: {stats}")
+    assert stats is not None  # a blocking refresh always runs
+    click.echo(f"{idx.path}: {stats.sentence()}")
     if report := outside_report(idx.outside):
         click.echo(report)
     return 0
 
 
+def _settings(docroot: Path, flags: dict[str, Any], *, serving: bool = False) -> ProviderSettings:
+    """The layered settings; a value the settings refuse is a usage error (exit 2)."""
+    flags["allow_outside"] = flags.get("allow_outside") or None  # none given: file's or env's
+    try:
+        return load_settings(docroot=docroot, serving=serving, **flags)
+    except SettingsError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 @cli.command()
 @click.argument("docroot", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--base-url", required=True, help="The site's public URL.")
+@click.option("--base-url", help="The site's public URL (required here or in the settings).")
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -116,9 +154,8 @@ def resourcesync(
     """Write DOCROOT's ResourceSync documents as static files; each later run adds a Change
     List of what changed since the run before."""
     from server_module.resourcesync.static import publish_static
-    from server_module.settings import load_settings
 
-    settings = load_settings(docroot=docroot, allow_outside=allow_outside or None, **flags)
+    settings = _settings(docroot, {**flags, "allow_outside": allow_outside})
     run = publish_static(
         docroot,
         settings.base_url,
@@ -133,7 +170,7 @@ def resourcesync(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    return run_click(cli, argv, "oai-provider")
+    return run_click(cli, argv, "oai-provider", errors=(StartupError, IndexSchemaError))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -15,13 +15,59 @@ import struct
 import zlib
 from collections.abc import Sequence
 
-__all__ = ["CODINGS", "Kept", "coded"]
+__all__ = ["CODINGS", "Kept", "coded", "negotiate"]
 
 CODINGS = ("identity", "gzip", "deflate")
 LEVEL = 6
+_IMPLICIT = 1e-9  # identity's quality when the field does not list it: last choice
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # no name, no mtime, unknown OS
 _ZLIB_HEADER = b"\x78\x9c"  # deflate, 32 KiB window, default level
 _FINAL_BLOCK = b"\x03\x00"  # an empty block marked final (fixed codes, end-of-block only)
+
+
+def negotiate(accept_encoding: str | None) -> str:
+    """The coding of :data:`CODINGS` an ``Accept-Encoding`` field asks for (RFC 9110 §12.5.3):
+    the highest quality value wins, ``q=0`` refuses a coding, ties go to gzip, then deflate;
+    a coding not listed counts as refused unless ``*`` covers it. Identity is sent when no
+    coding is acceptable, or when it is listed with a higher quality than any (unlisted, it
+    is acceptable but the last choice; when everything is refused it is still sent, as the
+    RFC advises).
+
+    >>> negotiate("gzip, deflate"), negotiate("deflate;q=1, gzip;q=0.5"), negotiate(None)
+    ('gzip', 'deflate', 'identity')
+    >>> negotiate("gzip;q=0, deflate;q=0"), negotiate("*"), negotiate("identity, gzip;q=0.5")
+    ('identity', 'gzip', 'identity')
+    """
+    if not accept_encoding:
+        return "identity"
+    listed = _qualities(accept_encoding)
+    star = listed.get("*")
+    ranked = [(listed.get(c, star or 0.0), -rank, c) for rank, c in enumerate(CODINGS[1:])]
+    quality, _, coding = max(ranked)
+    unlisted_identity = _IMPLICIT if star is None else star
+    if quality > 0 and quality >= listed.get("identity", unlisted_identity):
+        return coding
+    return "identity"
+
+
+def _qualities(field: str) -> dict[str, float]:
+    """Each coding's quality value; a malformed ``q`` counts as 0 (not acceptable)."""
+    listed: dict[str, float] = {}
+    for item in field.split(","):
+        name, _, params = item.partition(";")
+        name = name.strip().lower()
+        if not name:
+            continue
+        quality = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    quality = min(1.0, max(0.0, float(value.strip())))
+                except ValueError:
+                    quality = 0.0
+        listed[name] = max(quality, listed.get(name, 0.0))
+    return listed
 
 
 class Kept(bytes):

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
+from werkzeug.http import HTTP_STATUS_CODES
 
 from server_module.fileanswer import FileAnswer, answer_file, request_relpath
 from server_module.refresher import Refresher
@@ -35,7 +36,7 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 METHODS = ("GET", "HEAD")
 INLINE_BYTES = 64 * 1024  # a body this small is read into memory, not sent by a file wrapper
 FILE_ENDPOINTS = ("files.root", "files.file")
-STATUS = {200: "200 OK", 304: "304 NOT MODIFIED"}  # as werkzeug words them
+STATUS = {code: f"{code} {HTTP_STATUS_CODES[code].upper()}" for code in (200, 206, 304, 416)}
 
 
 class FileGate:
@@ -86,15 +87,8 @@ def _body(answer: FileAnswer, environ: dict[str, Any]) -> Iterable[bytes]:
         handle.close()
         return []
     if answer.size <= INLINE_BYTES:
-        with handle:
-            return [handle.read(answer.size)]
+        return [answer.body().read_all()]
     wrapper = environ.get("wsgi.file_wrapper")
-    if wrapper is not None:
+    if wrapper is not None and answer.status == 200:  # the whole file, from its start
         return wrapper(handle, 8192)  # type: ignore[no-any-return]
-    return _chunks(handle)
-
-
-def _chunks(handle: Any) -> Iterable[bytes]:
-    with handle:
-        while chunk := handle.read(64 * 1024):
-            yield chunk
+    return answer.body()

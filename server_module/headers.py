@@ -34,5 +34,5 @@ def file_headers(record: FileRecord) -> list[tuple[str, str]]:
         ("Content-Length", str(record.size)),
         ("Last-Modified", http_date(record.mtime_ns)),
         ("ETag", etag(record)),
-        ("Accept-Ranges", "none"),
+        ("Accept-Ranges", "bytes"),
     ]

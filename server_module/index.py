@@ -30,7 +30,7 @@ from pathlib import Path
 
 from coop_common.component import Component
 from server_module.changes import RefreshStats, find_changes
-from server_module.exceptions import IndexSchemaError
+from server_module.exceptions import BaseURLChange, IndexSchemaError
 from server_module.indexschema import create_tables, meta
 from server_module.indexwriter import adopt_base_url, known_rows, write_changes
 from server_module.scan import DEFAULT_EXCLUDES, Found, OutsideLink, Scanner
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 # ctime as 0 so the next refresh hashes it once more (git's "racily clean" problem).
 RACY_WINDOW_NS = 2_000_000_000
 # The index's own files, should the index live inside the document root.
-INDEX_SUFFIXES = (b"", b"-wal", b"-shm", b"-journal", b".lock")
+INDEX_SUFFIXES = (b"", b"-wal", b"-shm", b"-journal", b".lock", b".owner")
 
 
 def default_index_path(docroot: str | os.PathLike[str]) -> Path:
@@ -91,9 +91,11 @@ class FileIndex(Component):
         *,
         exclude: Sequence[str] = DEFAULT_EXCLUDES,
         allow_outside: Sequence[str | os.PathLike[str]] = (),
+        rebase: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path)
+        self.rebase = rebase  # may a base URL other than the index's rename every item?
         self.docroot = Path(docroot)
         self.base_url = base_url.rstrip("/")
         self.exclude = tuple(exclude)
@@ -246,8 +248,17 @@ class FileIndex(Component):
         return conn
 
     def _adopt_base_url(self, conn: sqlite3.Connection) -> None:
-        """Identifiers embed the base URL: when it changes, retire the old ones (:mod:`rebase`)."""
-        if meta(conn, "base_url") == self.base_url:
+        """Identifiers embed the base URL: when it changes, retire the old ones (:mod:`rebase`),
+        but only when asked to (``rebase``), for a harvester then sees every item deleted."""
+        old = meta(conn, "base_url")
+        if old == self.base_url:
             return
+        (items,) = conn.execute("SELECT count(*) FROM files WHERE relpath >= x'01'").fetchone()
+        if old is not None and items and not self.rebase:
+            raise BaseURLChange(
+                f"the index {self.path} names its {items} items under {old}; under "
+                f"{self.base_url} every one would be renamed and its old identifier become a "
+                f"deleted record: pass --rebase to do so, or --base-url {old}"
+            )
         with self._refresh_lock(blocking=True):
             adopt_base_url(conn, self.base_url, self._clock)

@@ -8,24 +8,31 @@ at ``os.pathsep`` as ``PATH`` is (``OAI_PROVIDER_ALLOW_OUTSIDE=/usr/share/javasc
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from coop_common.settings import load
+from coop_common.settings import SettingsError, load
 from server_module.formats import INLINE_MAX
 from server_module.publicpaths import DEFAULT_EXCLUDES
 
+log = logging.getLogger(__name__)
+
 ENV_PREFIX = "OAI_PROVIDER_"
+# Identify's adminEmail as OAI-PMH.xsd types it
+EMAIL = re.compile(r"\S+@(\S+\.)+\S+")
 
 
 @dataclass(frozen=True)
 class ProviderSettings:
     docroot: Path
-    base_url: str
+    base_url: str = ""  # required; only `serve` has a default: http://HOST:PORT, and says so
+    rebase: bool = False  # a base URL other than the index's renames every item: say so here
     endpoint: str = "/oai"
     index_path: Path | None = None
     repository_name: str = ""  # empty: the base URL's host
@@ -44,18 +51,23 @@ class ProviderSettings:
     resourcesync: bool = True  # also publish the ResourceSync documents (/.well-known/resourcesync)
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument
     access_log: str | None = None  # gunicorn's access log under `serve`: a file, or "-" for stdout
+    host: str = "127.0.0.1"  # where `serve` listens
+    port: int = 8080
+    workers: int = 2  # gunicorn worker processes under `serve`
+    threads: int = 4  # threads per worker
 
     @property
-    def host(self) -> str:
+    def site_host(self) -> str:
+        """The base URL's host (``host`` is where ``serve`` listens)."""
         return urlsplit(self.base_url).hostname or "localhost"
 
     @property
     def name(self) -> str:
-        return self.repository_name or self.host
+        return self.repository_name or self.site_host
 
     @property
     def email(self) -> str:
-        return self.admin_email or f"webmaster@{self.host}"
+        return self.admin_email or f"webmaster@{self.site_host}"
 
     @property
     def endpoint_url(self) -> str:
@@ -66,10 +78,12 @@ def load_settings(
     *,
     config_file: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
+    serving: bool = False,
     **flags: Any,
 ) -> ProviderSettings:
-    """Build settings from the layers; flags that are None do not override."""
-    return load(
+    """Build settings from the layers; flags that are None do not override. A base URL is
+    required unless ``serving``, where none from any layer means ``http://HOST:PORT``."""
+    settings = load(
         ProviderSettings,
         ENV_PREFIX,
         config_file=config_file,
@@ -77,9 +91,51 @@ def load_settings(
         flags=flags,
         fixed=_normalise,
     )
+    if settings.base_url:
+        return settings
+    if not serving:
+        raise SettingsError(
+            f"missing required setting base_url: pass --base-url, or set it {WHERE}"
+        )
+    base_url = f"http://{settings.host}:{settings.port}"
+    log.warning("no base URL given (--base-url, or base_url %s): serving as %s", WHERE, base_url)
+    return replace(settings, base_url=base_url)
+
+
+WHERE = f"in the settings file or {ENV_PREFIX}BASE_URL"
 
 
 def _normalise(values: dict[str, Any]) -> None:
+    """Check what has a form (URL, port, counts, address) and normalise the endpoint."""
     if not values.get("endpoint", "/oai").startswith("/"):
         values["endpoint"] = "/" + values["endpoint"]
-    values["base_url"] = str(values["base_url"]).rstrip("/")
+    values["base_url"] = check_base_url(str(values.get("base_url", "")))
+    port = values.get("port", 8080)
+    if not 0 < port < 65536:
+        raise SettingsError(f"--port {port}: a TCP port is 1 to 65535")
+    for name in ("workers", "threads"):
+        if values.get(name, 1) < 1:
+            raise SettingsError(f"--{name} {values[name]}: at least 1")
+    email = values.get("admin_email", "")
+    if email and not EMAIL.fullmatch(email):
+        raise SettingsError(f"--admin-email {email}: not an e-mail address (name@host.domain)")
+
+
+def check_base_url(base_url: str) -> str:
+    """The base URL without its trailing slash; refused unless an absolute http(s) URL.
+
+    >>> check_base_url("https://www.example.org/")
+    'https://www.example.org'
+    >>> check_base_url("www.example.org")
+    Traceback (most recent call last):
+    ...
+    coop_common.settings.SettingsError: --base-url www.example.org: not an absolute http(s) \
+URL (say https://www.example.org)
+    """
+    if not base_url:
+        return ""
+    parts = urlsplit(base_url)
+    if parts.scheme in ("http", "https") and parts.hostname and not parts.query:
+        return base_url.rstrip("/")
+    guess = base_url if "://" in base_url else "https://" + base_url.lstrip("/")
+    raise SettingsError(f"--base-url {base_url}: not an absolute http(s) URL (say {guess})")

@@ -18,9 +18,11 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, request
 from werkzeug.datastructures import Headers
+from werkzeug.http import parse_accept_header
 from werkzeug.wsgi import wrap_file
 
-from server_module.contentcoding import coded
+from server_module.browserview import html_page, wants_html
+from server_module.contentcoding import coded, negotiate
 from server_module.fileanswer import answer_file, request_relpath
 from server_module.headers import etag
 from server_module.oai.errors import BadArgument
@@ -31,6 +33,7 @@ from server_module.repository import Repository
 
 log = logging.getLogger(__name__)
 XML = "text/xml; charset=UTF-8"
+HTML = "text/html; charset=UTF-8"
 STATIC = package_files("server_module") / "static"
 
 
@@ -63,7 +66,10 @@ def oai_endpoint() -> Response:
     if raw is None:
         return _coded([_too_large(repo)])
     parts, follow = repo.respond(raw)
-    response = _coded(parts)
+    if wants_html(parse_accept_header(request.headers.get("Accept"))):
+        response = _coded([html_page(b"".join(parts))], HTML)
+    else:
+        response = _coded(parts)
     if follow is not None and repo.settings.read_ahead:
         # Runs once the body is sent, while the harvester parses it (see pagecache).
         response.call_on_close(partial(repo.read_ahead, *follow))
@@ -95,11 +101,11 @@ def _too_large(repo: Repository) -> bytes:
     return document(env, (), errors_body([BadArgument("The request is too large")]))
 
 
-def _coded(parts: list[bytes]) -> Response:
-    """gzip or deflate when the client asks (advertised in Identify's ``compression``)."""
-    accepted = request.accept_encodings
-    headers = Headers({"Content-Type": XML, "Vary": "Accept-Encoding"})
-    coding = "gzip" if accepted["gzip"] else "deflate" if accepted["deflate"] else "identity"
+def _coded(parts: list[bytes], content_type: str = XML) -> Response:
+    """gzip or deflate when the client asks (advertised in Identify's ``compression``); the
+    XML, or for a browser the page made of it (:mod:`server_module.browserview`)."""
+    headers = Headers({"Content-Type": content_type, "Vary": "Accept, Accept-Encoding"})
+    coding = negotiate(request.headers.get("Accept-Encoding"))
     if coding != "identity":
         headers["Content-Encoding"] = coding
     return Response(coded(parts, coding), headers=headers)
@@ -160,6 +166,13 @@ def _serve(repo: Repository, record: FileRecord) -> Response:
         return Response("not found\n", status=404, content_type="text/plain")
     if answer.handle is None:
         return Response(status=answer.status, headers=answer.headers)
+    if answer.status != 200:  # a range: the part only
+        return Response(
+            answer.body(),
+            status=answer.status,
+            headers=Headers(answer.headers),
+            direct_passthrough=True,
+        )
     body: Any = wrap_file(request.environ, answer.handle)
     return Response(body, headers=Headers(answer.headers), direct_passthrough=True)
 

@@ -1,20 +1,24 @@
 """Running the provider under gunicorn, the production WSGI server, without a config file.
 
-The index is refreshed once here, before the workers start; each worker then opens it without
-a start-up refresh and keeps it current with its own :class:`~server_module.refresher.Refresher`.
+The index is locked and refreshed once here, before the workers start; each worker (holding the
+lock it inherited) then opens it without a start-up refresh and keeps it current with its own
+:class:`~server_module.refresher.Refresher`.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from dataclasses import fields
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
 
 from server_module.app import file_index
+from server_module.index import default_index_path
+from server_module.indexlock import IndexLock
+from server_module.preflight import check_address, check_index_folder
 from server_module.scan import outside_report
-from server_module.settings import load_settings
+from server_module.settings import ProviderSettings
 
 log = logging.getLogger(__name__)
 
@@ -32,27 +36,34 @@ class ProviderServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         from server_module.app import create_app
 
-        return create_app(refresh=False, **self.factory_kwargs)
+        return create_app(refresh=False, lock=False, **self.factory_kwargs)
 
 
-def serve_forever(
-    docroot: Path, *, host: str, port: int, workers: int, threads: int, **flags: Any
-) -> int:
-    settings = load_settings(docroot=docroot, **flags)
-    with file_index(settings) as idx:
-        idx.refresh()
-    if report := outside_report(idx.outside):
-        log.warning("%s", report)
-    options = {
-        "bind": f"{host}:{port}",
-        "workers": workers,
-        "threads": threads,
-        "worker_class": "gthread" if threads > 1 else "sync",
+def serve_forever(settings: ProviderSettings) -> int:
+    """Check the index's folder, lock the index (:mod:`server_module.indexlock`; the forked
+    workers inherit the lock), check the address, refresh once, then run gunicorn."""
+    path = settings.index_path or default_index_path(settings.docroot)
+    check_index_folder(path)
+    with IndexLock(path):
+        check_address(settings.host, settings.port)
+        with file_index(settings) as idx:
+            idx.refresh()
+        if report := outside_report(idx.outside):
+            log.warning("%s", report)
+        factory = {f.name: getattr(settings, f.name) for f in fields(settings)}
+        ProviderServer({**factory, "index_path": idx.path}, _options(settings)).run()
+    return 0
+
+
+def _options(settings: ProviderSettings) -> dict[str, Any]:
+    return {
+        "bind": f"{settings.host}:{settings.port}",
+        "workers": settings.workers,
+        "threads": settings.threads,
+        "worker_class": "gthread" if settings.threads > 1 else "sync",
         "accesslog": settings.access_log,
         "timeout": 120,
         "graceful_timeout": 5,
         # gunicorn's largest (default 4094): a GET of a MAX_TOKEN_LENGTH token must fit
         "limit_request_line": 8190,
     }
-    ProviderServer({"docroot": docroot, **flags, "index_path": idx.path}, options).run()
-    return 0

@@ -28,7 +28,7 @@ def test_a_new_base_url_leaves_the_old_identifiers_as_deleted_records(tmp_path: 
     with start_provider(site.root, index, page_size=7) as first:
         before, since = _list(first.url + "/oai")
     old_base = first.url  # each start gets its own port, hence its own base URL
-    with start_provider(site.root, index, page_size=7) as second:
+    with start_provider(site.root, index, page_size=7, rebase=True) as second:
         endpoint = second.url + "/oai"
         after, _ = _list(endpoint)
         changes, _ = _list(endpoint, **{"from": since})

@@ -16,7 +16,7 @@ NEW = "https://new.example"
 
 
 def _open(path: Path, site: Manifest, base: str, now: int) -> FileIndex:
-    return FileIndex(path, site.root, base, clock=Clock(now)).open()
+    return FileIndex(path, site.root, base, rebase=True, clock=Clock(now)).open()
 
 
 def _by_id(index: FileIndex) -> dict[str, FileRecord]:

@@ -14,7 +14,7 @@ from functools import lru_cache
 from coop_common.xmltext import attr, is_plain, text
 from server_module.oai.dates import format_datestamp
 from server_module.oai.errors import OAIError
-from server_module.records import set_specs_for
+from server_module.records import mime_for_set_spec, set_specs_for
 
 OAI_NS = "http://www.openarchives.org/OAI/2.0/"
 OAI_SCHEMA = "http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
@@ -186,12 +186,13 @@ def metadata_formats_body(formats: Iterable[tuple[str, str, str]]) -> str:
 
 
 def set_name(spec: str) -> str:
+    """The set's name, with the MIME type as it is written (``+``, not the setSpec's ``~``).
+
+    >>> set_name("text"), set_name("image:svg~xml")
+    ('Files of MIME type text/*', 'Files of MIME type image/svg+xml')
     """
-    >>> set_name("text"), set_name("text:html")
-    ('Files of MIME type text/*', 'Files of MIME type text/html')
-    """
-    major, _, minor = spec.partition(":")
-    return f"Files of MIME type {major}/{minor or '*'}"
+    major, mime = mime_for_set_spec(spec)
+    return f"Files of MIME type {mime or major + '/*'}"
 
 
 def sets_body(specs: Iterable[str]) -> str:
