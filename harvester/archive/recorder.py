@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,6 +46,7 @@ from harvester.archive.didl import (
 )
 from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
+from harvester.archive.storedhead import StoredHead, refreshed, stored_head
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exchange import HttpExchange
 from harvester.storage.protocol import Capture, Resource
@@ -102,22 +103,37 @@ class Recorder:
         """
         payload = Payload.of(result.body)
         seen = _revisit_of(res, result, payload)
-        if seen is not None and seen.profile == "server-not-modified":
+        if seen is not None and result.status == 304:
             payload = Payload(res.sha1 or "", res.sha256 or "", res.payload_digest or "")
+            seen = replace(seen, head=self._freshened(res, result))
         stamp = self.writer.stamp
         group = capturegroup.group(stamp, result, payload.warc_digest, seen, outlinks, followed)
         if group is None:
             locations = self._written_by_warcio(res, result, payload, seen, outlinks, followed)
         else:
             locations = self.writer.write_built(
-                group, then=lambda locs: [self._built_didl(res, result, payload, locs[0])]
+                group,
+                then=lambda locs: [self._built_didl(res, result, payload, locs[0], seen)],
             )
         return _capture(locations[0], result, payload), seen is not None
 
+    def _freshened(self, res: Resource, result: HttpExchange) -> StoredHead:
+        """The head a revisit of a 304 holds: the last capture's, freshened by the 304
+        (:mod:`harvester.archive.storedhead`)."""
+        stored = None
+        if res.warc_file is not None:
+            stored = stored_head(self.writer.directory, res.warc_file, res.warc_offset or 0)
+        return refreshed(stored, result.response_headers)
+
     def _built_didl(
-        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
+        self,
+        res: Resource,
+        result: HttpExchange | _Carried,
+        payload: Payload,
+        at: RecordLocation,
+        seen: Revisit | None = None,
     ) -> Built:
-        didl = self._didl_document(res, result, payload, at)
+        didl = self._didl_document(res, result, payload, at, seen)
         return capturegroup.metadata(self.writer.stamp, didl, refers_to=at.record_id)
 
     def _written_by_warcio(
@@ -131,14 +147,14 @@ class Recorder:
     ) -> list[RecordLocation]:
         """The group as :meth:`_built` makes it, built and written by warcio."""
         content = self._response(result) if seen is None else self._revisit(result, seen)
-        records = [content, self._request(result, _id(content))]
+        records = [content, self._request(result, content)]
         for hop in followed:
             hop_content = self._response(hop)
-            records += [hop_content, self._request(hop, _id(hop_content))]
+            records += [hop_content, self._request(hop, hop_content)]
         if outlinks is not None:
             records.append(self._outlinks(result, _id(content), outlinks))
         return self.writer.write_group(
-            records, then=lambda locs: [self._didl(res, result, payload, locs[0])]
+            records, then=lambda locs: [self._didl(res, result, payload, locs[0], seen)]
         )
 
     def _response(self, result: HttpExchange) -> ArcWarcRecord:
@@ -150,9 +166,14 @@ class Recorder:
             truncated=result.truncated,
         )
 
-    def _request(self, result: HttpExchange, concurrent_to: str) -> ArcWarcRecord:
+    def _request(self, result: HttpExchange, content: ArcWarcRecord) -> ArcWarcRecord:
+        """The request of ``content``'s capture: concurrent to it, at its date (5.4)."""
         return self.writer.request_record(
-            result.url, _request_headers(result), concurrent_to=concurrent_to, ip=result.peer_ip
+            result.url,
+            _request_headers(result),
+            concurrent_to=_id(content),
+            ip=result.peer_ip,
+            date=content.rec_headers.get_header("WARC-Date"),
         )
 
     def _outlinks(
@@ -171,7 +192,7 @@ class Recorder:
     def exchange(self, exchange: HttpExchange) -> list[RecordLocation]:
         """A raw OAI-PMH exchange (strategy didl): response + request + a closing note."""
         response = self._response(exchange)
-        request = self._request(exchange, _id(response))
+        request = self._request(exchange, response)
         note = f"oai-exchange: {exchange.url}\r\n".encode()
         return self.writer.write_group(
             [response, request],
@@ -244,26 +265,45 @@ class Recorder:
         return self.writer.write_group([record])[0]
 
     def _revisit(self, result: HttpExchange, seen: Revisit) -> ArcWarcRecord:
+        head = seen.head or capturegroup.revisit_head(result)
         return self.writer.revisit_record(
             result.url,
-            _response_headers(result),
+            StatusAndHeaders(head.status, list(head.fields), protocol=head.protocol),
             refers_to_uri=seen.refers_to_uri,
             refers_to_date=seen.refers_to_date,
             payload_digest=seen.payload_digest,
             profile=seen.profile,
             refers_to=seen.refers_to,
+            ip=result.peer_ip,
         )
 
     def _didl(
-        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
+        self,
+        res: Resource,
+        result: HttpExchange | _Carried,
+        payload: Payload,
+        at: RecordLocation,
+        seen: Revisit | None = None,
     ) -> ArcWarcRecord:
-        didl = self._didl_document(res, result, payload, at)
+        didl = self._didl_document(res, result, payload, at, seen)
         return self.writer.metadata_record(didl, refers_to=at.record_id)
 
     def _didl_document(
-        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
+        self,
+        res: Resource,
+        result: HttpExchange | _Carried,
+        payload: Payload,
+        at: RecordLocation,
+        seen: Revisit | None = None,
     ) -> bytes:
+        """The capture's DIDL: the answer as received (a 304's head included), the record
+        by its real type, and the MIME type of the payload the record stands for (a 304's
+        from the stored head it freshens)."""
         kind = result.record_type if isinstance(result, _Carried) else "response"
+        kind = "revisit" if seen is not None else kind
+        declared = _header(result.response_headers, "content-type")
+        if seen is not None and seen.head is not None:
+            declared = _header(seen.head.fields, "content-type")
         desc = CaptureDescription(
             url=result.url,
             status=result.status,
@@ -272,7 +312,7 @@ class Recorder:
             headers=result.response_headers,
             sha1=payload.sha1,
             sha256=payload.sha256,
-            declared_mime=_header(result.response_headers, "content-type"),
+            declared_mime=declared,
             sniffed_mime=sniff_mime(result.body, result.url) if result.body else None,
             warc=WarcPointer(
                 at.record_id, at.filename, at.offset, at.length, kind, result.truncated
@@ -310,12 +350,11 @@ def _revisit_of(res: Resource, result: HttpExchange, payload: Payload) -> Revisi
     the payload is that capture's; None for a new capture."""
     if not res.record_id:
         return None
-    if result.status == 304:
-        profile = "server-not-modified"
-    elif res.payload_digest == payload.warc_digest:
-        profile = "identical-payload-digest"
-    else:
+    # A 304 is recorded as what it says: the payload stored is the resource's still. Its
+    # revisit holds the freshened 200 head (docs/collection.md says why this profile).
+    if result.status != 304 and res.payload_digest != payload.warc_digest:
         return None
+    profile = "identical-payload-digest"
     return Revisit(profile, res.record_id, res.url, res.warc_date or "", res.payload_digest or "")
 
 

@@ -1,0 +1,158 @@
+"""End to end: a collection on its second day replays in pywb, every capture as served.
+
+A small site is harvested through the CLI as the README shows it; then one page changes and
+another is only touched (new mtime, same bytes), and the harvest runs again; a crawl runs
+twice over an unchanged site; strategy ``didl`` reruns over a touched file. After each run the
+bytes the site served are noted; at the end pywb (``tests/pywb.py``), with the collection's
+own CDXJ and with its own indexer, must answer every capture's URL at that capture's time with
+status 200 and those bytes. FastWARC checks every record's digests, and every record keeps
+the WARC 1.1 rules of issue 32 (``tests/warcrules.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote_to_bytes
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from coop_common.exitcode import ExitCode
+from harvester.cli import main
+from server_module.index import FileIndex
+from tests.conftest import start_provider
+from tests.pywb import replay
+from tests.servers import RunningServer
+from tests.warcrules import broken_rules, fastwarc_check
+
+PAGES = {
+    "index.html": b'<html><body><a href="page.html">p</a> <a href="touched.html">t</a> '
+    b'<a href="style.css">s</a> <a href="missing.html">gone</a></body></html>',
+    "page.html": b"<html><body>first version</body></html>",
+    "touched.html": b"<html><body>the same bytes every day</body></html>",
+    "style.css": b"body { color: black }",
+}
+
+
+@dataclass
+class Served:
+    """What the site served at each capture: record ID -> (URL, status, bytes)."""
+
+    out: Path
+    server: RunningServer
+    root: Path
+    seen: set[str] = field(default_factory=set)
+    expected: dict[str, tuple[str, str, int, bytes]] = field(default_factory=dict)
+
+    def run(self, *flags: str, code: ExitCode = ExitCode.OK) -> None:
+        """One harvest through the CLI, then note what each new capture should replay."""
+        _next_second()
+        argv = ["harvest", self.server.url + "/", "--out", str(self.out), "--quiet", *flags]
+        assert main(argv) == code
+        _next_second()
+        for rec_id, url, date in captures(self.out):
+            if rec_id not in self.seen:
+                self.seen.add(rec_id)
+                self.expected[rec_id] = (url, date, *self.now(url))
+
+    def now(self, url: str) -> tuple[int, bytes]:
+        path = self.root / os.fsdecode(unquote_to_bytes(url.removeprefix(self.server.url + "/")))
+        if url == self.server.url + "/":
+            path = self.root / "index.html"
+        return (200, path.read_bytes()) if path.exists() else (404, b"")
+
+
+def _next_second() -> None:
+    """Wait (bounded) for the clock's second to turn: captures of two runs then differ in
+    their 14-digit timestamps, which is what replay looks them up by."""
+    start = int(time.time())
+    deadline = time.monotonic() + 3
+    while int(time.time()) == start and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def captures(out: Path) -> Iterator[tuple[str, str, str]]:
+    """(record ID, URL, 14-digit time) of every capture that replay lists: response and
+    revisit records of the site's resources (not the OAI-PMH exchanges)."""
+    for path in sorted((out / "warcs").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                url = rec.rec_headers.get_header("WARC-Target-URI") or ""
+                if rec.rec_type not in ("response", "revisit", "resource") or "/oai" in url:
+                    continue
+                date = rec.rec_headers.get_header("WARC-Date")
+                stamp = "".join(c for c in date if c.isdigit())[:14]
+                yield rec.rec_headers.get_header("WARC-Record-ID"), url, stamp
+
+
+def assert_replays(served: Served, tmp: Path) -> None:
+    """Every capture, with both indexes, at its time: its status and the bytes served then."""
+    for index in ("ours", "pywb"):
+        with replay(served.out / "warcs", tmp / f"pywb-{index}", index=index) as wayback:
+            wrong = []
+            for url, stamp, status, body in served.expected.values():
+                got = wayback.fetch(url, stamp)
+                if (got.status, got.body) != (status, body):
+                    wrong.append((index, url, stamp, got.status, got.body[:60], status))
+            assert not wrong, wrong
+
+
+def assert_wellformed(out: Path) -> None:
+    for path in sorted((out / "warcs").glob("*.warc.gz")):
+        assert fastwarc_check(path) == [], path
+        assert broken_rules(path) == [], path
+
+
+@pytest.fixture()
+def site(tmp_path: Path) -> Iterator[tuple[Path, RunningServer]]:
+    root = tmp_path / "www"
+    root.mkdir()
+    for name, body in PAGES.items():
+        (root / name).write_bytes(body)
+    with start_provider(root, tmp_path / "index.sqlite") as server:
+        yield root, server
+
+
+def _change(root: Path, server: RunningServer) -> None:
+    """A new version of ``page.html``, a new mtime for ``touched.html``; the provider's
+    index refreshed (as its watcher would, a second or two later)."""
+    (root / "page.html").write_bytes(b"<html><body>second version</body></html>")
+    later = time.time() + 5
+    os.utime(root / "touched.html", (later, later))
+    with FileIndex(root.parent / "index.sqlite", root, server.url) as index:
+        index.refresh()
+
+
+def test_listed_get_rerun_replays_every_capture(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root, server = site
+    served = Served(tmp_path / "get", server, root)
+    served.run()
+    _change(root, server)
+    served.run()
+    assert_wellformed(served.out)
+    assert_replays(served, tmp_path)
+
+
+def test_recrawl_replays_every_capture(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root, server = site
+    served = Served(tmp_path / "crawl", server, root)
+    served.run("--mode", "crawl", code=ExitCode.PARTIAL)
+    served.run("--mode", "crawl", code=ExitCode.PARTIAL)
+    _change(root, server)
+    served.run("--mode", "crawl", code=ExitCode.PARTIAL)
+    assert_wellformed(served.out)
+    assert_replays(served, tmp_path)
+
+
+def test_didl_strategy_rerun_replays_every_capture(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root, server = site
+    served = Served(tmp_path / "didl", server, root)
+    served.run("--oai-strategy", "didl")
+    _change(root, server)
+    served.run("--oai-strategy", "didl")
+    assert_wellformed(served.out)
+    assert_replays(served, tmp_path)
