@@ -177,13 +177,19 @@ def carried_body(
 
 
 def carried(
-    stamp: Stamp, url: str, mime: str, headers: Sequence[Field] | None, ready: CarriedBody
+    stamp: Stamp,
+    url: str,
+    mime: str,
+    headers: Sequence[Field] | None,
+    ready: CarriedBody,
+    ip: str | None = None,
 ) -> Built | None:
     """The record of a resource carried by value in an ``oai_didl`` record, as
     :meth:`~harvester.archive.recorder.Recorder.carried` makes it with warcio: with the
     provider's ``headers``, a ``response`` of status ``HTTP/1.1 200 OK``; without, a
     ``resource`` record of type ``mime``. ``ready`` is :func:`carried_body` of the same
-    headers. None when ``mime`` is not printable ASCII (warcio's then)."""
+    headers. ``ip`` is the provider's address, which the bytes came from. None when
+    ``mime`` is not printable ASCII (warcio's then)."""
     digest = ready.payload.warc_digest
     if ready.http is None:
         if not _printable(mime):
@@ -194,7 +200,8 @@ def carried(
         kind, content_type, status = "response", RESPONSE_TYPE, "200"
         mime_seen = _first(headers or (), "content-type")
     made = stamp()
-    member = record_member(kind, made, url, [], content_type=content_type,
+    fields = _present(("WARC-IP-Address", ip))
+    member = record_member(kind, made, url, fields, content_type=content_type,
                            http=ready.http or b"", payload=ready.body, payload_digest=digest,
                            block_digest=ready.block_digest,
                            compressed=ready.compressed)  # fmt: skip
@@ -302,10 +309,11 @@ def metadata(
     content_type: str = "application/xml",
     refers_to: str | None = None,
     target_uri: str = "",
+    concurrent_to: str | None = None,
 ) -> Built:
     """A ``metadata`` record, as :meth:`RecordFactory.metadata_record` makes it."""
     made = stamp()
-    fields = _present(("WARC-Refers-To", refers_to))
+    fields = _present(("WARC-Refers-To", refers_to), ("WARC-Concurrent-To", concurrent_to))
     member = record_member(
         "metadata", made, target_uri, fields, content_type=content_type, payload=payload
     )

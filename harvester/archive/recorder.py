@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,8 +33,9 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 
 from harvester import __version__
-from harvester.archive import capturegroup
+from harvester.archive import capturegroup, carriedgroup
 from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
+from harvester.archive.carriedgroup import CarriedExchange
 from harvester.archive.didl import (
     CaptureDescription,
     OaiHeaderInfo,
@@ -128,7 +129,7 @@ class Recorder:
     def _built_didl(
         self,
         res: Resource,
-        result: HttpExchange | _Carried,
+        result: HttpExchange | CarriedExchange,
         payload: Payload,
         at: RecordLocation,
         seen: Revisit | None = None,
@@ -211,14 +212,17 @@ class Recorder:
         body: bytes,
         http_headers: list[tuple[str, str]] | None = None,
         ready: capturegroup.CarriedBody | None = None,
-    ) -> Capture:
-        """A resource delivered by value inside an ``oai_didl`` record; with the headers the
-        provider reports for a 200 of it, a response record carrying them. ``ready`` is
+        page: HttpExchange | None = None,
+    ) -> tuple[Capture, bool]:
+        """A resource delivered by value inside an ``oai_didl`` record of the list page
+        ``page`` (:mod:`harvester.archive.carriedgroup`); with the headers the provider
+        reports for a 200 of it, a response record carrying them, or a revisit when its
+        payload is the last capture's; the flag says it was a revisit. ``ready`` is
         :func:`~harvester.archive.capturegroup.carried_body` of ``body`` and ``http_headers``
-        when the caller made it already. The record is built by hand, or with warcio when a
-        head is not ASCII."""
+        when the caller made it already. The records are built by hand, or with warcio when
+        a head is not ASCII."""
         headers = http_headers or [("Content-Type", mime), ("Content-Length", str(len(body)))]
-        fake = _Carried(
+        fake = CarriedExchange(
             url=url,
             status=200,
             reason="OK",
@@ -227,26 +231,49 @@ class Recorder:
             body=body,
             truncated=None,
             record_type="response" if http_headers else "resource",
+            peer_ip=page.peer_ip if page else None,
+            source_uri=page.url if page else None,
         )
         ready = ready or capturegroup.carried_body(body, http_headers)
-        built = None
-        if ready is not None:
-            built = capturegroup.carried(self.writer.stamp, url, mime, http_headers, ready)
-        if ready is not None and built is not None:
-            payload = ready.payload
-            locations = self.writer.write_built(
-                [built], then=lambda locs: [self._built_didl(res, fake, payload, locs[0])]
-            )
-            return _capture(locations[0], fake, payload)
         payload = ready.payload if ready else Payload.of(body)
-        if http_headers:
-            record = self.writer.response_record(url, _response_headers(fake), body)
+        seen = _revisit_of(res, fake, payload) if http_headers else None
+        built = None
+        if seen is not None:
+            built = carriedgroup.revisit_group(self.writer.stamp, fake, seen)
+        elif ready is not None:
+            built = carriedgroup.group(self.writer.stamp, fake, mime, http_headers, ready)
+        if built is None:
+            seen = None
+            locations = self._carried_by_warcio(res, fake, mime, payload)
         else:
-            record = self.writer.resource_record(url, mime, body)
-        locations = self.writer.write_group(
-            [record], then=lambda locs: [self._didl(res, fake, payload, locs[0])]
+            locations = self.writer.write_built(
+                built, then=lambda locs: [self._built_didl(res, fake, payload, locs[0], seen)]
+            )
+        return _capture(locations[0], fake, payload), seen is not None
+
+    def _carried_by_warcio(
+        self, res: Resource, fake: CarriedExchange, mime: str, payload: Payload
+    ) -> list[RecordLocation]:
+        """The group of :meth:`carried`, a full record and its note, made by warcio."""
+        if fake.record_type == "response":
+            record = self.writer.response_record(
+                fake.url, _response_headers(fake), fake.body, ip=fake.peer_ip
+            )
+        else:
+            ip = {"WARC-IP-Address": fake.peer_ip} if fake.peer_ip else None
+            record = self.writer.resource_record(fake.url, mime, fake.body, extra=ip)
+        note = self.writer.metadata_record(
+            carriedgroup.note_fields(fake, fake.record_type == "response"),
+            content_type=carriedgroup.NOTE_TYPE,
+            target_uri=fake.url,
+            extra={
+                "WARC-Concurrent-To": _id(record),
+                "WARC-Date": record.rec_headers.get_header("WARC-Date"),
+            },
         )
-        return _capture(locations[0], fake, payload)
+        return self.writer.write_group(
+            [record, note], then=lambda locs: [self._didl(res, fake, payload, locs[0])]
+        )
 
     def deleted(self, res: Resource) -> RecordLocation:
         previous = None
@@ -280,7 +307,7 @@ class Recorder:
     def _didl(
         self,
         res: Resource,
-        result: HttpExchange | _Carried,
+        result: HttpExchange | CarriedExchange,
         payload: Payload,
         at: RecordLocation,
         seen: Revisit | None = None,
@@ -291,7 +318,7 @@ class Recorder:
     def _didl_document(
         self,
         res: Resource,
-        result: HttpExchange | _Carried,
+        result: HttpExchange | CarriedExchange,
         payload: Payload,
         at: RecordLocation,
         seen: Revisit | None = None,
@@ -299,7 +326,7 @@ class Recorder:
         """The capture's DIDL: the answer as received (a 304's head included), the record
         by its real type, and the MIME type of the payload the record stands for (a 304's
         from the stored head it freshens)."""
-        kind = result.record_type if isinstance(result, _Carried) else "response"
+        kind = result.record_type if isinstance(result, CarriedExchange) else "response"
         kind = "revisit" if seen is not None else kind
         declared = _header(result.response_headers, "content-type")
         if seen is not None and seen.head is not None:
@@ -331,21 +358,9 @@ class Recorder:
         return recovered(repaired)
 
 
-@dataclass(frozen=True)
-class _Carried:
-    """The parts of an HttpExchange that a by-value resource also has."""
-
-    url: str
-    status: int
-    reason: str
-    protocol: str
-    response_headers: list[tuple[str, str]]
-    body: bytes
-    truncated: str | None
-    record_type: str  # response (with the provider's headers) or resource
-
-
-def _revisit_of(res: Resource, result: HttpExchange, payload: Payload) -> Revisit | None:
+def _revisit_of(
+    res: Resource, result: HttpExchange | CarriedExchange, payload: Payload
+) -> Revisit | None:
     """What the content record revisits: ``res``'s last capture, when the server says 304 or
     the payload is that capture's; None for a new capture."""
     if not res.record_id:
@@ -366,7 +381,7 @@ def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return next((v for k, v in headers if k.lower() == name), None)
 
 
-def _response_headers(result: HttpExchange | _Carried) -> StatusAndHeaders:
+def _response_headers(result: HttpExchange | CarriedExchange) -> StatusAndHeaders:
     headers = [(k, v) for k, v in result.response_headers if k.lower() not in HOP_BY_HOP]
     return StatusAndHeaders(f"{result.status} {result.reason}", headers, protocol=result.protocol)
 
@@ -387,7 +402,9 @@ def _oai_info(res: Resource, endpoint: str | None, deleted: bool = False) -> Oai
     )
 
 
-def _capture(at: RecordLocation, result: HttpExchange | _Carried, payload: Payload) -> Capture:
+def _capture(
+    at: RecordLocation, result: HttpExchange | CarriedExchange, payload: Payload
+) -> Capture:
     return Capture(
         record_id=at.record_id,
         warc_file=at.filename,
