@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote_to_bytes
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -60,10 +61,19 @@ class Served:
                 self.expected[rec_id] = (url, date, *self.now(url))
 
     def now(self, url: str) -> tuple[int, bytes]:
-        path = self.root / os.fsdecode(unquote_to_bytes(url.removeprefix(self.server.url + "/")))
-        if url == self.server.url + "/":
-            path = self.root / "index.html"
-        return (200, path.read_bytes()) if path.exists() else (404, b"")
+        """The status and bytes the site serves for ``url`` now (unchanged since the run)."""
+        try:
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    def captured(self) -> dict[str, set[int]]:
+        """Each URL captured, with the statuses it was captured with."""
+        found: dict[str, set[int]] = {}
+        for url, _stamp, status, _body in self.expected.values():
+            found.setdefault(url, set()).add(status)
+        return found
 
 
 def _next_second() -> None:
@@ -123,16 +133,28 @@ def _change(root: Path, server: RunningServer) -> None:
     (root / "page.html").write_bytes(b"<html><body>second version</body></html>")
     later = time.time() + 5
     os.utime(root / "touched.html", (later, later))
+    _refresh(root, server)
+
+
+def _refresh(root: Path, server: RunningServer) -> None:
     with FileIndex(root.parent / "index.sqlite", root, server.url) as index:
         index.refresh()
 
 
 def test_listed_get_rerun_replays_every_capture(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A listed file gone before its GET (404) is archived; so is the root ``/``."""
     root, server = site
+    (root / "gone.html").write_bytes(b"<html>listed, then removed</html>")
+    _refresh(root, server)
+    (root / "gone.html").unlink()  # the provider lists it still; its GET answers 404
     served = Served(tmp_path / "get", server, root)
+    served.run(code=ExitCode.PARTIAL)
+    _change(root, server)  # the refresh notes gone.html's deletion too
     served.run()
-    _change(root, server)
-    served.run()
+    captured = served.captured()
+    assert captured[server.url + "/"] == {200}
+    assert captured[server.url + "/gone.html"] == {404}
+    assert captured[server.url + "/touched.html"] == {200}  # twice: a response, a revisit
     assert_wellformed(served.out)
     assert_replays(served, tmp_path)
 
@@ -144,6 +166,9 @@ def test_recrawl_replays_every_capture(site, tmp_path: Path) -> None:  # type: i
     served.run("--mode", "crawl", code=ExitCode.PARTIAL)
     _change(root, server)
     served.run("--mode", "crawl", code=ExitCode.PARTIAL)
+    captured = served.captured()
+    assert captured[server.url + "/missing.html"] == {404}  # linked, never there
+    assert len([u for u, *_ in served.expected.values() if u.endswith("/touched.html")]) == 3
     assert_wellformed(served.out)
     assert_replays(served, tmp_path)
 
