@@ -21,7 +21,6 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder
@@ -155,7 +154,6 @@ class Harvest:
                 lister.on_page = follower.follow
             list_complete = lister.run(self._expired)
         self._write_deletions(recorder)
-        self._add_root()
         declared = lister.referenced_bytes if isinstance(lister, Lister) else 0
         fetch = self._listed_fetch(recorder, lister)
         fetch_in_processes(fetch, self.settings.fetch_processes, due_bytes=declared)
@@ -205,14 +203,6 @@ class Harvest:
             list_started=parse_oai_datestamp(started).timestamp() if started else None,
             due_at=self._started_at,
         )
-
-    def _add_root(self) -> None:
-        """The site's root ``/``, fetched with the listed files when the harvest starts from
-        it: a provider lists files (``index.html``), and replay of the site's home asks for
-        ``/``. Added once; it is then a resource as any other (``docs/collection.md``)."""
-        root = site_root(self.settings.site_url)
-        if root is not None and self.state.get(root) is None:
-            self.state.add_pending(self.settings.site_url, [root])
 
     def _harvest_shared(self, lister: Lister, recorder: Recorder, job: SharedJob) -> None:
         """The OAI-PMH path as one worker of many: list if no one else does, fetch by host."""
@@ -303,15 +293,3 @@ class Harvest:
 
     def _expired(self) -> bool:
         return self._deadline is not None and time.monotonic() > self._deadline
-
-
-def site_root(site_url: str) -> str | None:
-    """``site_url``'s root ``/`` when ``site_url`` is a site's root, else None.
-
-    >>> site_root("http://h:8080"), site_root("http://h/"), site_root("http://h/oai")
-    ('http://h:8080/', 'http://h/', None)
-    """
-    parts = urlsplit(site_url)
-    if parts.path not in ("", "/") or parts.query or not parts.netloc:
-        return None
-    return f"{parts.scheme}://{parts.netloc}/"

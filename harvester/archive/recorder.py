@@ -37,14 +37,9 @@ from harvester.archive import capturegroup, carriedgroup
 from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
 from harvester.archive.carriedgroup import CarriedExchange
 from harvester.archive.didl import (
-    CaptureDescription,
-    OaiHeaderInfo,
     Provenance,
-    WarcPointer,
-    capture_didl,
-    deletion_didl,
-    sniff_mime,
 )
+from harvester.archive.didlrecord import capture_document, deletion_document
 from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
 from harvester.archive.storedhead import StoredHead, refreshed, stored_head
@@ -276,18 +271,7 @@ class Recorder:
         )
 
     def deleted(self, res: Resource) -> RecordLocation:
-        previous = None
-        if res.record_id and res.warc_file is not None:
-            previous = WarcPointer(
-                res.record_id, res.warc_file, res.warc_offset or 0, res.warc_length or 0, "response"
-            )
-        didl = deletion_didl(
-            res.url,
-            observed=datetime.now(UTC),
-            oai=_oai_info(res, self.endpoint, deleted=True),
-            provenance=self.provenance(),
-            previous=previous,
-        )
+        didl = deletion_document(res, self.writer.directory, self.provenance())
         record = self.writer.metadata_record(didl, refers_to=res.record_id)
         return self.writer.write_group([record])[0]
 
@@ -323,31 +307,7 @@ class Recorder:
         at: RecordLocation,
         seen: Revisit | None = None,
     ) -> bytes:
-        """The capture's DIDL: the answer as received (a 304's head included), the record
-        by its real type, and the MIME type of the payload the record stands for (a 304's
-        from the stored head it freshens)."""
-        kind = result.record_type if isinstance(result, CarriedExchange) else "response"
-        kind = "revisit" if seen is not None else kind
-        declared = _header(result.response_headers, "content-type")
-        if seen is not None and seen.head is not None:
-            declared = _header(seen.head.fields, "content-type")
-        desc = CaptureDescription(
-            url=result.url,
-            status=result.status,
-            reason=result.reason,
-            protocol=result.protocol,
-            headers=result.response_headers,
-            sha1=payload.sha1,
-            sha256=payload.sha256,
-            declared_mime=declared,
-            sniffed_mime=sniff_mime(result.body, result.url) if result.body else None,
-            warc=WarcPointer(
-                at.record_id, at.filename, at.offset, at.length, kind, result.truncated
-            ),
-            oai=_oai_info(res, self.endpoint),
-            provenance=self.provenance(),
-        )
-        return capture_didl(desc)
+        return capture_document(res, result, payload, at, seen, self.provenance())
 
     # -- after a crash -----------------------------------------------------------------
 
@@ -388,18 +348,6 @@ def _response_headers(result: HttpExchange | CarriedExchange) -> StatusAndHeader
 
 def _request_headers(result: HttpExchange) -> StatusAndHeaders:
     return StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
-
-
-def _oai_info(res: Resource, endpoint: str | None, deleted: bool = False) -> OaiHeaderInfo | None:
-    if res.oai_identifier is None:
-        return None
-    return OaiHeaderInfo(
-        identifier=res.oai_identifier,
-        datestamp=res.listed_datestamp or "",
-        set_specs=res.set_specs,
-        endpoint=endpoint,
-        deleted=deleted,
-    )
 
 
 def _capture(

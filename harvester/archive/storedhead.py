@@ -22,8 +22,9 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
+from warcio.statusandheaders import StatusAndHeaders
 
-__all__ = ["StoredHead", "refreshed", "stored_head"]
+__all__ = ["StoredHead", "refreshed", "stored_head", "stored_type"]
 
 log = logging.getLogger(__name__)
 
@@ -57,20 +58,35 @@ def stored_head(directory: Path, filename: str, offset: int) -> StoredHead | Non
     """The HTTP head of the record at ``offset`` in ``directory/filename`` (or its ``.open``
     file, still being written); None when the file or the record cannot be read, or holds no
     HTTP response head."""
+    found = _stored(directory, filename, offset)
+    head = found[1] if found else None
+    if head is None or head.protocol not in ("HTTP/1.0", "HTTP/1.1"):
+        return None
+    return StoredHead(head.protocol, head.statusline, tuple(head.headers))
+
+
+def stored_type(directory: Path, filename: str, offset: int) -> str | None:
+    """The WARC-Type of the record at ``offset`` in ``directory/filename``, if readable."""
+    found = _stored(directory, filename, offset)
+    return found[0] if found else None
+
+
+def _stored(
+    directory: Path, filename: str, offset: int
+) -> tuple[str, StatusAndHeaders | None] | None:
+    """The type and HTTP head of the record at ``offset``: of ``filename``, or of its
+    ``.open`` file while it is written; None when neither can be read there."""
     for path in (directory / filename, directory / (filename + OPEN_SUFFIX)):
         try:
             with open(path, "rb") as fh:
                 fh.seek(offset)
                 record = next(iter(ArchiveIterator(fh)), None)
-                head = None if record is None else record.http_headers
+                return None if record is None else (record.rec_type, record.http_headers)
         except FileNotFoundError:
             continue
         except (OSError, ArchiveLoadFailed, ValueError) as exc:
-            log.warning("cannot read the stored head at %s:%d: %s", path, offset, exc)
+            log.warning("cannot read the record at %s:%d: %s", path, offset, exc)
             return None
-        if head is None or head.protocol not in ("HTTP/1.0", "HTTP/1.1"):
-            return None
-        return StoredHead(head.protocol, head.statusline, tuple(head.headers))
     return None
 
 
