@@ -11,6 +11,8 @@ the WARC 1.1 rules of issue 32 (``tests/warcrules.py``).
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import time
 import urllib.error
@@ -20,9 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from cdxj_indexer.main import write_cdx_index
+from lxml import etree
 from warcio.archiveiterator import ArchiveIterator
 
 from coop_common.exitcode import ExitCode
+from harvester.archive.didl import DIDL_NS, PRES_NS
 from harvester.cli import main
 from server_module.index import FileIndex
 from tests.conftest import start_provider
@@ -112,9 +117,39 @@ def assert_replays(served: Served, tmp: Path) -> None:
 
 
 def assert_wellformed(out: Path) -> None:
-    for path in sorted((out / "warcs").glob("*.warc.gz")):
+    """FastWARC's digests, the WARC 1.1 rules, and an index that is cdxj-indexer's lines of
+    the same files, less the records that are no captures (DIDL records, elided pages)."""
+    warcs = sorted((out / "warcs").glob("*.warc.gz"))
+    for path in warcs:
         assert fastwarc_check(path) == [], path
         assert broken_rules(path) == [], path
+    reference = io.StringIO()
+    write_cdx_index(reference, [str(w) for w in warcs], {"sort": True})
+    theirs = set(reference.getvalue().splitlines())
+    ours = {line for f in (out / "indexes").glob("*.cdxj") for line in f.read_text().splitlines()}
+    assert ours <= theirs
+    for line in theirs - ours:
+        fields = json.loads(line.split(" ", 2)[2])
+        assert fields["mime"] == "application/xml" or "/oai?" in fields.get("url", ""), line
+
+
+def warc_records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
+    """(WARC-Type, WARC headers, block) of every record, in file order."""
+    found = []
+    for path in sorted((out / "warcs").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                found.append((rec.rec_type, dict(rec.rec_headers.headers), rec.raw_stream.read()))
+    return found
+
+
+def kinds_of(out: Path, url: str) -> list[str]:
+    """The types of ``url``'s capture records, in order."""
+    return [
+        kind
+        for kind, head, _block in warc_records(out)
+        if head.get("WARC-Target-URI") == url and kind in ("response", "revisit", "resource")
+    ]
 
 
 @pytest.fixture()
@@ -153,9 +188,34 @@ def test_listed_get_rerun_replays_every_capture(site, tmp_path: Path) -> None:  
     served.run()
     captured = served.captured()
     assert captured[server.url + "/gone.html"] == {404}
-    assert captured[server.url + "/touched.html"] == {200}  # twice: a response, a revisit
+    touched = server.url + "/touched.html"
+    assert kinds_of(served.out, touched) == ["response", "revisit"]
+    assert captured[touched] == {200}
+    assert_revisit_didl(served.out, touched)
     assert_wellformed(served.out)
     assert_replays(served, tmp_path)
+
+
+def assert_revisit_didl(out: Path, url: str) -> None:
+    """The DIDL record of ``url``'s revisit names it as a revisit, with the original's
+    MIME type (issue 32, item 2)."""
+    records = warc_records(out)
+    (revisit_id,) = [
+        h["WARC-Record-ID"]
+        for k, h, _b in records
+        if k == "revisit" and h["WARC-Target-URI"] == url
+    ]
+    (didl,) = [
+        b for k, h, b in records if k == "metadata" and h.get("WARC-Refers-To") == revisit_id
+    ]
+    root = etree.fromstring(didl)
+    ns = {"pres": PRES_NS, "didl": DIDL_NS}
+    (pointer,) = root.iterfind(".//pres:warcRecord", ns)
+    assert pointer.get("type") == "revisit"
+    (mime,) = root.iterfind(".//pres:mimeType", ns)
+    assert mime.get("declared") == "text/html"
+    (resource,) = root.iterfind(".//didl:Resource", ns)
+    assert resource.get("mimeType") == "text/html"
 
 
 def test_recrawl_replays_every_capture(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -178,5 +238,32 @@ def test_didl_strategy_rerun_replays_every_capture(site, tmp_path: Path) -> None
     served.run("--oai-strategy", "didl")
     _change(root, server)
     served.run("--oai-strategy", "didl")
+    touched = server.url + "/touched.html"
+    assert kinds_of(served.out, touched) == ["response", "revisit"]  # not a second copy
+    assert_revisit_didl(served.out, touched)
+    assert_carried_notes(served.out)
     assert_wellformed(served.out)
     assert_replays(served, tmp_path)
+
+
+def assert_carried_notes(out: Path) -> None:
+    """Every record carried in an ``oai_didl`` record has a concurrent metadata note naming
+    the list page its head and bytes came from, and the provider's address."""
+    records = warc_records(out)
+    notes = {
+        h["WARC-Concurrent-To"]: (h, b)
+        for k, h, b in records
+        if k == "metadata" and "WARC-Concurrent-To" in h
+    }
+    carried = [
+        (h, notes.get(h["WARC-Record-ID"]))
+        for k, h, _b in records
+        if k in ("response", "revisit", "resource") and "/oai?" not in h["WARC-Target-URI"]
+    ]
+    assert carried
+    for head, note in carried:
+        assert note is not None, head
+        assert note[0]["WARC-Date"] == head["WARC-Date"]
+        assert note[0]["WARC-Target-URI"] == head["WARC-Target-URI"]
+        assert note[1].startswith(b"rebuilt-from: oai_didl\r\nsource-uri: http://"), note[1]
+        assert head["WARC-IP-Address"] == "127.0.0.1"
