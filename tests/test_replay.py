@@ -2,11 +2,14 @@
 
 A small site is harvested through the CLI as the README shows it; then one page changes and
 another is only touched (new mtime, same bytes), and the harvest runs again; a crawl runs
-twice over an unchanged site; strategy ``didl`` reruns over a touched file. After each run the
-bytes the site served are noted; at the end pywb (``tests/pywb.py``), with the collection's
-own CDXJ and with its own indexer, must answer every capture's URL at that capture's time with
-status 200 and those bytes. FastWARC checks every record's digests, and every record keeps
-the WARC 1.1 rules of issue 32 (``tests/warcrules.py``).
+twice over an unchanged site; strategy ``didl`` reruns over a touched file; records mode
+reruns over a repository whose PDF answers 304; a crawl is SIGKILLed and run again. A listed
+file gone before its GET and a linked page never there are 404s, archived. After each run
+the status and bytes the site serves are noted; at the end pywb (``tests/pywb.py``), with
+the collection's own CDXJ and with its own indexer, must answer every capture's URL at that
+capture's time with that status (200, or the 404) and those bytes. FastWARC checks every
+record's digests, every record keeps the WARC 1.1 rules of issue 32 (``tests/warcrules.py``),
+and the collection's index is cdxj-indexer's.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -32,7 +38,7 @@ from harvester.cli import main
 from server_module.index import FileIndex
 from tests.conftest import start_provider
 from tests.pywb import replay
-from tests.servers import RunningServer
+from tests.servers import RunningServer, start_wsgi
 from tests.warcrules import broken_rules, fastwarc_check
 
 PAGES = {
@@ -51,13 +57,14 @@ class Served:
     out: Path
     server: RunningServer
     root: Path
+    start: str = "/"  # the path the harvest is pointed at
     seen: set[str] = field(default_factory=set)
     expected: dict[str, tuple[str, str, int, bytes]] = field(default_factory=dict)
 
     def run(self, *flags: str, code: ExitCode = ExitCode.OK) -> None:
         """One harvest through the CLI, then note what each new capture should replay."""
         _next_second()
-        argv = ["harvest", self.server.url + "/", "--out", str(self.out), "--quiet", *flags]
+        argv = ["harvest", self.server.url + self.start, "--out", str(self.out), "--quiet", *flags]
         assert main(argv) == code
         _next_second()
         for rec_id, url, date in captures(self.out):
@@ -267,3 +274,41 @@ def assert_carried_notes(out: Path) -> None:
         assert note[0]["WARC-Target-URI"] == head["WARC-Target-URI"]
         assert note[1].startswith(b"rebuilt-from: oai_didl\r\nsource-uri: http://"), note[1]
         assert head["WARC-IP-Address"] == "127.0.0.1"
+
+
+def test_records_mode_rerun_replays_every_linked_capture(tmp_path: Path) -> None:
+    """Records mode's linked files: a rerun after one item changed finds its PDF unchanged
+    (a 304: a revisit), which replays as the PDF."""
+    with start_wsgi("tests.records_repo:repository", {}, ready_path="/_log") as server:
+        served = Served(tmp_path / "repo", server, tmp_path, start="/oai")
+        served.run()
+        urllib.request.urlopen(server.url + "/_change/4", timeout=5).close()
+        served.run()
+        pdf = server.url + "/files/4.pdf"
+        assert kinds_of(served.out, pdf) == ["response", "revisit"]
+        assert_wellformed(served.out)
+        assert_replays(served, tmp_path)
+
+
+def test_interrupted_crawl_replays_every_capture(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A crawl SIGKILLed after its second page, then run again (which repairs the file the
+    kill left open), then once more after a change: every capture replays."""
+    root, server = site
+    served = Served(tmp_path / "killed", server, root)
+    _next_second()
+    argv = ["harvest", server.url + "/", "--out", str(served.out), "--quiet", "--mode", "crawl"]
+    killed = subprocess.run(
+        [sys.executable, "-m", "tests.killed_harvester", "2", *argv],
+        capture_output=True,
+        timeout=120,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert list((served.out / "warcs").glob("*.open"))
+    served.run("--mode", "crawl", code=ExitCode.PARTIAL)
+    _change(root, server)
+    served.run("--mode", "crawl", code=ExitCode.PARTIAL)
+    assert not list((served.out / "warcs").glob("*.open"))
+    assert_wellformed(served.out)
+    assert_replays(served, tmp_path)
