@@ -67,6 +67,10 @@ class Served:
         argv = ["harvest", self.server.url + self.start, "--out", str(self.out), "--quiet", *flags]
         assert main(argv) == code
         _next_second()
+        self.note()
+
+    def note(self) -> None:
+        """What each capture not seen yet should replay: what the site serves now."""
         for rec_id, url, date in captures(self.out):
             if rec_id not in self.seen:
                 self.seen.add(rec_id)
@@ -312,3 +316,20 @@ def test_interrupted_crawl_replays_every_capture(site, tmp_path: Path) -> None: 
     assert not list((served.out / "warcs").glob("*.open"))
     assert_wellformed(served.out)
     assert_replays(served, tmp_path)
+
+
+def test_watch_revisits_replay(tmp_path: Path) -> None:
+    """``harvester watch`` over pages that never change: its revisits (304s) replay."""
+    quiet = {"rates": [0.0, 0.0], "seed": 3, "log": str(tmp_path / "log")}
+    with start_wsgi("tests.changing_site:changing_site", quiet) as server:
+        out = tmp_path / "watched"
+        argv = [sys.executable, "-m", "harvester.cli", "watch", server.url + "/", "--out"]
+        argv += [str(out), "--rate", "20", "--min-interval", "0.2", "--quiet", "--max-time", "3"]
+        done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        (collection,) = [p.parent for p in out.glob("*/warcs")]
+        served = Served(collection, server, tmp_path)
+        served.note()
+        assert "revisit" in kinds_of(collection, server.url + "/p0")
+        assert_wellformed(collection)
+        assert_replays(served, tmp_path)
