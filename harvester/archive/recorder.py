@@ -6,9 +6,14 @@ One group per resource, written into one file in one flush:
   redirects, the ``response`` + ``request`` of every hop followed, each under its own URI; then
   a crawled URL's ``metadata`` (its fetch time and outlinks); then the DIDL ``metadata``;
 * unchanged (a 304, or the same payload digest): ``revisit`` + ``request``, then the DIDL;
+  the revisit (profile identical-payload-digest) holds a 200 head, so that replay serves it:
+  the answer's, or for a 304 the last capture's head freshened by it
+  (:mod:`harvester.archive.storedhead`; ``docs/collection.md`` says why);
 * carried by value in an ``oai_didl`` record: ``response`` with the provider's own headers
   from the DIDL's ``http_header`` descriptor (so replay serves its Last-Modified and ETag, and
-  the next run's conditional GET sends them), or ``resource`` when it has none; then the DIDL;
+  the next run's conditional GET sends them), or ``resource`` when it has none, or a
+  ``revisit`` when its payload is the last capture's; a concurrent note naming the list page
+  it came from (:mod:`harvester.archive.carriedgroup`); then the DIDL;
 * deleted: one DIDL ``metadata`` record saying so.
 
 Every group ends with a ``metadata`` record without a WARC-Target-URI (a DIDL record, or the
@@ -36,9 +41,7 @@ from harvester import __version__
 from harvester.archive import capturegroup, carriedgroup
 from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
 from harvester.archive.carriedgroup import CarriedExchange
-from harvester.archive.didl import (
-    Provenance,
-)
+from harvester.archive.didl import Provenance
 from harvester.archive.didlrecord import capture_document, deletion_document
 from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
@@ -111,7 +114,12 @@ class Recorder:
                 group,
                 then=lambda locs: [self._built_didl(res, result, payload, locs[0], seen)],
             )
-        return _capture(locations[0], result, payload), seen is not None
+        capture = _capture(locations[0], result, payload)
+        if seen is not None and seen.head is not None:  # a 304 may leave validators out
+            fields = seen.head.fields
+            capture.etag = _header(fields, "etag") or capture.etag
+            capture.last_modified = _header(fields, "last-modified") or capture.last_modified
+        return capture, seen is not None
 
     def _freshened(self, res: Resource, result: HttpExchange) -> StoredHead:
         """The head a revisit of a 304 holds: the last capture's, freshened by the 304
