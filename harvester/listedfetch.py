@@ -242,6 +242,8 @@ class ListedFetch:
             self._fail(marks, res, str(exc), getattr(exc, "status", None))
             return None
         result = hops[-1]
+        if result.status in GONE:  # archived, as wget and Heritrix do: replay answers it
+            recorder.fetched(res, hops[0], followed=hops[1:])
         if result.status in GONE or result.status >= 400:
             where = f" at {result.url}" if len(hops) > 1 else ""
             self._fail(marks, res, f"HTTP {result.status} {result.reason}{where}", result.status)

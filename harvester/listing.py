@@ -216,17 +216,21 @@ class Lister:
             res = None if carried is None else self.state.get(raw.header.identifier)
             if carried is None or res is None or res.status != "pending":
                 continue  # by reference only: the fetch step GETs it
-            capture = self.recorder.carried(
+            capture, unchanged = self.recorder.carried(
                 res,
                 raw.header.identifier,
                 carried.mime,
                 carried.body,
                 carried.headers,
                 carried.ready,
+                page=page.raw.exchange,
             )
             self.state.mark_archived(res.url, capture, None)
-            self.summary.fetched += 1
             self.summary.bytes += len(carried.body)
+            if unchanged:  # a revisit holds no bytes: the page keeps this file's base64
+                self.summary.unchanged += 1
+                continue
+            self.summary.fetched += 1
             held = capture.payload_digest or digest(carried.body)
             archived.append(Carried(carried.encoded, carried.body, capture.record_id, held))
         return archived

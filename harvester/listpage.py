@@ -83,7 +83,7 @@ def _elided_group(
     page = record_member(
         "revisit", made, exchange.url, fields, content_type=RESPONSE_TYPE, http=head + elided
     )
-    sent = request(stamp, exchange, made[0])
+    sent = request(stamp, exchange, made[0], made[1])
     if sent is None:
         return None
     lines = [f"oai-exchange: {exchange.url}\r\n"] + [f"elided: {e.field()}\r\n" for e in elisions]

@@ -40,7 +40,13 @@ from requests.utils import get_environ_proxies, get_netrc_auth, select_proxy
 
 from harvester.exceptions import PermanentFetchError, TransientFetchError
 from harvester.exchange import Header
-from harvester.oaitransport import EnvironmentSession, Response, SessionTransport, Transport
+from harvester.oaitransport import (
+    EnvironmentSession,
+    Response,
+    SessionTransport,
+    Transport,
+    peer_address,
+)
 
 _Origin = tuple[str, str, int]  # scheme, host, port
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -181,7 +187,10 @@ def _request(
     for name, value in sent:
         connection.putheader(name, value)
     connection.endheaders()
-    return connection.getresponse()
+    peer = peer_address(connection.sock)  # before a closing response takes the socket away
+    response = connection.getresponse()
+    response.peer_ip = peer  # type: ignore[attr-defined]
+    return response
 
 
 class _ConnectionResponse:
@@ -199,6 +208,7 @@ class _ConnectionResponse:
         self.version = response.version
         self.headers: tuple[Header, ...] = tuple(response.msg.items())
         self.request_headers = sent
+        self.peer_ip: str | None = getattr(response, "peer_ip", None)
         self._response = response
         self._connection = connection
         self._release = release

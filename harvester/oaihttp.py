@@ -249,6 +249,7 @@ class Http:
             body=body,
             decoded=decode_content(body, coding, self.limits.max_bytes, url),
             started=started,
+            peer_ip=getattr(response, "peer_ip", None),  # a test's transport may not say
         )
 
     def _read_body(self, response: Response, deadline: float) -> bytes:

@@ -37,6 +37,7 @@ class Response(Protocol):
     version: int
     headers: tuple[Header, ...]
     request_headers: tuple[Header, ...]
+    peer_ip: str | None  # the server's address, when the transport can tell
 
     def header(self, name: str) -> str | None:
         """The field's value (several joined by ``, ``), None if absent."""
@@ -48,6 +49,16 @@ class Response(Protocol):
 
     def close(self) -> None:
         """Releases the connection (for another request when the body was read to its end)."""
+
+
+def peer_address(sock: object) -> str | None:
+    """The IP address ``sock`` is connected to (through a proxy: the proxy's), None if it
+    cannot say: the WARC-IP-Address of the records of an exchange on it."""
+    try:
+        peer = sock.getpeername() if sock is not None else None  # type: ignore[attr-defined]
+    except (OSError, AttributeError):
+        return None
+    return str(peer[0]) if isinstance(peer, tuple) and peer else None
 
 
 class Transport(Protocol):
@@ -99,6 +110,8 @@ class _SessionResponse:
         self.version = response.raw.version
         self.headers = tuple(response.raw.headers.items())
         self.request_headers = _request_headers(response)
+        connection = getattr(response.raw, "connection", None)  # urllib3's, while streaming
+        self.peer_ip = peer_address(getattr(connection, "sock", None))
 
     def header(self, name: str) -> str | None:
         value = self._response.headers.get(name)

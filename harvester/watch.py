@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from harvester.archive.cdx import CdxIndex
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
@@ -37,7 +38,7 @@ from harvester.assembly import build_harvest, warc_prefix
 from harvester.clock import http_time
 from harvester.crawl.links import extract_links
 from harvester.discovery import discover
-from harvester.exceptions import FetchError
+from harvester.exceptions import ArchiveError, FetchError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import FetchSettings, fetch_settings
@@ -152,12 +153,16 @@ class Watch:
         state = stack.enter_context(open_sqlite(settings.state_url))
         settings.warc_dir.mkdir(parents=True, exist_ok=True)
         repaired = repair_open_files(settings.warc_dir, group_end=_ends_group)
+        index = CdxIndex(settings.cdx_path)
+        # last of all, the files the index does not cover yet (a killed watch's, repaired)
+        stack.callback(lambda: index.add_warcs(sorted(settings.warc_dir.glob("*.warc.gz"))))
         writer = RotatingWARCWriter(
             settings.warc_dir,
             prefix=warc_prefix(source.url),
             max_size=settings.warc_max_size,
             warcinfo={"software": "coop-archive-harvester watch", "isPartOf": source.url},
             durable=settings.durable,
+            on_finish=lambda name, lines: _index_lines(index, name, lines),
         )
         writer.open()
         stack.callback(writer.close)
@@ -306,3 +311,11 @@ def _has_endpoint(settings: HarvestSettings) -> bool:
     settings.out.mkdir(parents=True, exist_ok=True)
     with open_sqlite(settings.state_url) as state:
         return discover(settings, state) is not None
+
+
+def _index_lines(index: CdxIndex, warc_name: str, lines: list[str]) -> None:
+    """A finished file indexed from the lines made writing it (else read back at the end)."""
+    try:
+        index.add_lines(warc_name, lines)
+    except ArchiveError as exc:
+        log.warning("cannot index %s yet: %s", warc_name, exc)

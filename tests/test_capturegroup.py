@@ -208,7 +208,7 @@ def record_carried(directory: Path) -> tuple[list[Capture], list[str], Path]:
     out = fixed_writer(directory, lines)
     recorder = Recorder(out, strategy="oai-didl", endpoint="http://127.0.0.1/oai")
     captures = [
-        recorder.carried(pending(url), url, mime, body, headers)
+        recorder.carried(pending(url), url, mime, body, headers)[0]
         for url, mime, body, headers in CARRIED
     ]
     out.close()
@@ -223,8 +223,9 @@ def test_carried_records_built_by_hand_are_the_bytes_warcio_writes(
     monkeypatch.setattr(capturegroup, "carried", lambda *args, **kwargs: None)
     reference = record_carried(tmp_path / "warcio")
     assert members(ours[2]) == members(reference[2])
-    assert len(members(ours[2])) == 1 + 2 * len(CARRIED)  # warcinfo first
-    kinds = [m.split(b"\r\n")[1] for m in members(ours[2])[1::2]]
+    # warcinfo first; each: its record, the note naming where it came from, its DIDL
+    assert len(members(ours[2])) == 1 + 3 * len(CARRIED)
+    kinds = [m.split(b"\r\n")[1] for m in members(ours[2])[1::3]]
     assert kinds == [b"WARC-Type: " + t for t in (b"response", b"resource", b"resource",
                                                      b"response", b"resource")]  # fmt: skip
     lines_read_back(ours[2], ours[1])

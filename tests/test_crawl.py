@@ -162,7 +162,7 @@ def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path, caplog)
     kinds = Counter(t for t, _h, _c in new)
     assert kinds["revisit"] >= len(site.linked) - 2
     assert all(
-        h["WARC-Profile"].endswith("server-not-modified") for t, h, _c in new if t == "revisit"
+        h["WARC-Profile"].endswith("identical-payload-digest") for t, h, _c in new if t == "revisit"
     )
     from harvester.storage.sqlite.state import SQLiteState
 

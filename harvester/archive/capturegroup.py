@@ -28,6 +28,7 @@ from harvester.archive.recordbytes import (
     warc_digest,
 )
 from harvester.archive.records import REVISIT_PROFILES
+from harvester.archive.storedhead import StoredHead
 from harvester.exchange import HttpExchange
 
 __all__ = [
@@ -57,13 +58,16 @@ Stamp = Callable[[], tuple[str, str]]  # a new (WARC-Record-ID, WARC-Date)
 
 @dataclass(frozen=True)
 class Revisit:
-    """What a revisit record says of the capture it revisits."""
+    """What a revisit record says of the capture it revisits; ``head`` is the HTTP head its
+    block holds when not the exchange's own (a 304's: the stored head it freshens,
+    :mod:`harvester.archive.storedhead`)."""
 
     profile: str  # a key of REVISIT_PROFILES
     refers_to: str | None  # its WARC-Record-ID
     refers_to_uri: str
     refers_to_date: str
     payload_digest: str
+    head: StoredHead | None = None
 
 
 @dataclass(slots=True)
@@ -100,10 +104,13 @@ def group(
     )
     if content is None:
         return None
-    records = [content, request(stamp, result, content.record_id)]
+    records = [content, request(stamp, result, content.record_id, content.warc_date)]
     for hop in followed:
         hop_content = response(stamp, hop, warc_digest(hop.body))
-        records += [hop_content, hop_content and request(stamp, hop, hop_content.record_id)]
+        records += [
+            hop_content,
+            hop_content and request(stamp, hop, hop_content.record_id, hop_content.warc_date),
+        ]
     if outlinks is not None:
         records.append(
             metadata(
@@ -124,7 +131,7 @@ def exchange_group(stamp: Stamp, exchange: HttpExchange) -> list[Built] | None:
     (``oai-exchange: URL``), as :meth:`~harvester.archive.recorder.Recorder.exchange` makes
     them with warcio. None if an HTTP head is not ASCII (warcio's then)."""
     content = response(stamp, exchange, warc_digest(exchange.body))
-    sent = content and request(stamp, exchange, content.record_id)
+    sent = content and request(stamp, exchange, content.record_id, content.warc_date)
     if content is None or sent is None:
         return None
     note = metadata(
@@ -170,13 +177,19 @@ def carried_body(
 
 
 def carried(
-    stamp: Stamp, url: str, mime: str, headers: Sequence[Field] | None, ready: CarriedBody
+    stamp: Stamp,
+    url: str,
+    mime: str,
+    headers: Sequence[Field] | None,
+    ready: CarriedBody,
+    ip: str | None = None,
 ) -> Built | None:
     """The record of a resource carried by value in an ``oai_didl`` record, as
     :meth:`~harvester.archive.recorder.Recorder.carried` makes it with warcio: with the
     provider's ``headers``, a ``response`` of status ``HTTP/1.1 200 OK``; without, a
     ``resource`` record of type ``mime``. ``ready`` is :func:`carried_body` of the same
-    headers. None when ``mime`` is not printable ASCII (warcio's then)."""
+    headers. ``ip`` is the provider's address, which the bytes came from. None when
+    ``mime`` is not printable ASCII (warcio's then)."""
     digest = ready.payload.warc_digest
     if ready.http is None:
         if not _printable(mime):
@@ -187,7 +200,8 @@ def carried(
         kind, content_type, status = "response", RESPONSE_TYPE, "200"
         mime_seen = _first(headers or (), "content-type")
     made = stamp()
-    member = record_member(kind, made, url, [], content_type=content_type,
+    fields = _present(("WARC-IP-Address", ip))
+    member = record_member(kind, made, url, fields, content_type=content_type,
                            http=ready.http or b"", payload=ready.body, payload_digest=digest,
                            block_digest=ready.block_digest,
                            compressed=ready.compressed)  # fmt: skip
@@ -233,13 +247,15 @@ def response(stamp: Stamp, exchange: HttpExchange, payload_digest: str) -> Built
 
 
 def revisit(stamp: Stamp, exchange: HttpExchange, of: Revisit) -> Built | None:
-    """A ``revisit`` record of ``exchange`` (section 6.7), its HTTP head and no payload."""
-    http = http_block(
-        exchange.protocol, f"{exchange.status} {exchange.reason}", stored_fields(exchange)
-    )
+    """A ``revisit`` record of ``exchange`` (section 6.7): an HTTP head and no payload. The
+    head is ``of.head`` when given (a 304's: the stored head it freshens), else the
+    exchange's (a 200 whose payload is the one stored)."""
+    head = of.head or revisit_head(exchange)
+    http = http_block(head.protocol, head.status, head.fields)
     if http is None:
         return None
     fields = _present(
+        ("WARC-IP-Address", exchange.peer_ip),
         ("WARC-Profile", REVISIT_PROFILES[of.profile]),
         ("WARC-Refers-To", of.refers_to),
         ("WARC-Refers-To-Target-URI", of.refers_to_uri),
@@ -250,18 +266,30 @@ def revisit(stamp: Stamp, exchange: HttpExchange, of: Revisit) -> Built | None:
     member = record_member(
         "revisit", made, exchange.url, fields, content_type=RESPONSE_TYPE, http=http
     )
-    capture = CaptureFields(exchange.url, "warc/revisit", str(exchange.status), of.payload_digest)
+    status = head.status.split(" ", 1)[0]
+    capture = CaptureFields(exchange.url, "warc/revisit", status, of.payload_digest)
     return Built(made[0], made[1], member, capture)
 
 
-def request(stamp: Stamp, exchange: HttpExchange, concurrent_to: str) -> Built | None:
-    """The ``request`` record of ``exchange``; ``concurrent_to`` is its response's ID."""
+def revisit_head(exchange: HttpExchange) -> StoredHead:
+    """The head of ``exchange`` as a revisit of it stores it (hop-by-hop fields left out)."""
+    status = f"{exchange.status} {exchange.reason}"
+    return StoredHead(exchange.protocol, status, tuple(stored_fields(exchange)))
+
+
+def request(
+    stamp: Stamp, exchange: HttpExchange, concurrent_to: str, date: str | None = None
+) -> Built | None:
+    """The ``request`` record of ``exchange``; ``concurrent_to`` is its response's ID and
+    ``date`` that record's WARC-Date, which the request shares (WARC 1.1 section 5.4: the
+    records of one capture event "shall use the same" date)."""
     method, rest = exchange.request_line.split(" ", 1)
     http = http_block(method, rest, exchange.request_headers)
     if http is None:
         return None
     fields = _present(("WARC-Concurrent-To", concurrent_to), ("WARC-IP-Address", exchange.peer_ip))
     made = stamp()
+    made = (made[0], date or made[1])
     member = record_member(
         "request",
         made,
@@ -281,10 +309,11 @@ def metadata(
     content_type: str = "application/xml",
     refers_to: str | None = None,
     target_uri: str = "",
+    concurrent_to: str | None = None,
 ) -> Built:
     """A ``metadata`` record, as :meth:`RecordFactory.metadata_record` makes it."""
     made = stamp()
-    fields = _present(("WARC-Refers-To", refers_to))
+    fields = _present(("WARC-Refers-To", refers_to), ("WARC-Concurrent-To", concurrent_to))
     member = record_member(
         "metadata", made, target_uri, fields, content_type=content_type, payload=payload
     )

@@ -55,6 +55,7 @@ _STORED_MAX = 0xFFFF  # the most bytes a stored block holds
 RAW_WBITS = -isal_zlib.MAX_WBITS  # deflate blocks without a header or trailer
 GZIP_HEADER = bytes.fromhex("1f8b08000000000000ff")  # as ISA-L writes it: no name, no time
 _ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"  # RFC 4648's base 32
+NO_PAYLOAD_TYPES = frozenset({"metadata", "warcinfo"})  # no well-defined payload (WARC 1.1, 5.9)
 _LETTERS = bytes(_ALPHABET[i] if i < 32 else 0 for i in range(256))  # 5 bits to its letter
 
 
@@ -207,11 +208,14 @@ def record_member(
     ``compressed`` is ``payload`` already compressed (:func:`large_deflated`), else that is
     done here. A revisit has an
     HTTP block and no payload, and gets no WARC-Payload-Digest here: its ``fields`` carry the
-    original's.
+    original's. A ``metadata`` record has none either: WARC 1.1 section 5.9 gives the field
+    to records whose block has a well-defined payload, which a metadata block has not.
     """
     if warc_type == "revisit":
         if payload or not http:
             raise ValueError("a revisit record has an HTTP block and no payload")
+        payload_field = None
+    elif warc_type in NO_PAYLOAD_TYPES:
         payload_field = None
     else:
         payload_field = payload_digest or warc_digest(payload)
@@ -220,7 +224,9 @@ def record_member(
     given = "".join([f"{name}: {value}\r\n" for name, value in fields]) if fields else ""
     if payload_field is not None:
         given += f"WARC-Payload-Digest: {payload_field}\r\n"
-    block = block_digest or (warc_block_digest(http, payload) if http else payload_field)
+    block = block_digest or (
+        warc_block_digest(http, payload) if http else payload_field or warc_digest(payload)
+    )
     head = (
         f"WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {stamp[0]}\r\n"
         f"WARC-Date: {stamp[1]}\r\n{target}{given}WARC-Block-Digest: {block}\r\n"

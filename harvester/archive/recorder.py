@@ -6,9 +6,14 @@ One group per resource, written into one file in one flush:
   redirects, the ``response`` + ``request`` of every hop followed, each under its own URI; then
   a crawled URL's ``metadata`` (its fetch time and outlinks); then the DIDL ``metadata``;
 * unchanged (a 304, or the same payload digest): ``revisit`` + ``request``, then the DIDL;
+  the revisit (profile identical-payload-digest) holds a 200 head, so that replay serves it:
+  the answer's, or for a 304 the last capture's head freshened by it
+  (:mod:`harvester.archive.storedhead`; ``docs/collection.md`` says why);
 * carried by value in an ``oai_didl`` record: ``response`` with the provider's own headers
   from the DIDL's ``http_header`` descriptor (so replay serves its Last-Modified and ETag, and
-  the next run's conditional GET sends them), or ``resource`` when it has none; then the DIDL;
+  the next run's conditional GET sends them), or ``resource`` when it has none, or a
+  ``revisit`` when its payload is the last capture's; a concurrent note naming the list page
+  it came from (:mod:`harvester.archive.carriedgroup`); then the DIDL;
 * deleted: one DIDL ``metadata`` record saying so.
 
 Every group ends with a ``metadata`` record without a WARC-Target-URI (a DIDL record, or the
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,19 +38,14 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 
 from harvester import __version__
-from harvester.archive import capturegroup
+from harvester.archive import capturegroup, carriedgroup
 from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
-from harvester.archive.didl import (
-    CaptureDescription,
-    OaiHeaderInfo,
-    Provenance,
-    WarcPointer,
-    capture_didl,
-    deletion_didl,
-    sniff_mime,
-)
+from harvester.archive.carriedgroup import CarriedExchange
+from harvester.archive.didl import Provenance
+from harvester.archive.didlrecord import capture_document, deletion_document
 from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
+from harvester.archive.storedhead import StoredHead, refreshed, stored_head
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exchange import HttpExchange
 from harvester.storage.protocol import Capture, Resource
@@ -102,22 +102,42 @@ class Recorder:
         """
         payload = Payload.of(result.body)
         seen = _revisit_of(res, result, payload)
-        if seen is not None and seen.profile == "server-not-modified":
+        if seen is not None and result.status == 304:
             payload = Payload(res.sha1 or "", res.sha256 or "", res.payload_digest or "")
+            seen = replace(seen, head=self._freshened(res, result))
         stamp = self.writer.stamp
         group = capturegroup.group(stamp, result, payload.warc_digest, seen, outlinks, followed)
         if group is None:
             locations = self._written_by_warcio(res, result, payload, seen, outlinks, followed)
         else:
             locations = self.writer.write_built(
-                group, then=lambda locs: [self._built_didl(res, result, payload, locs[0])]
+                group,
+                then=lambda locs: [self._built_didl(res, result, payload, locs[0], seen)],
             )
-        return _capture(locations[0], result, payload), seen is not None
+        capture = _capture(locations[0], result, payload)
+        if seen is not None and seen.head is not None:  # a 304 may leave validators out
+            fields = seen.head.fields
+            capture.etag = _header(fields, "etag") or capture.etag
+            capture.last_modified = _header(fields, "last-modified") or capture.last_modified
+        return capture, seen is not None
+
+    def _freshened(self, res: Resource, result: HttpExchange) -> StoredHead:
+        """The head a revisit of a 304 holds: the last capture's, freshened by the 304
+        (:mod:`harvester.archive.storedhead`)."""
+        stored = None
+        if res.warc_file is not None:
+            stored = stored_head(self.writer.directory, res.warc_file, res.warc_offset or 0)
+        return refreshed(stored, result.response_headers)
 
     def _built_didl(
-        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
+        self,
+        res: Resource,
+        result: HttpExchange | CarriedExchange,
+        payload: Payload,
+        at: RecordLocation,
+        seen: Revisit | None = None,
     ) -> Built:
-        didl = self._didl_document(res, result, payload, at)
+        didl = self._didl_document(res, result, payload, at, seen)
         return capturegroup.metadata(self.writer.stamp, didl, refers_to=at.record_id)
 
     def _written_by_warcio(
@@ -131,14 +151,14 @@ class Recorder:
     ) -> list[RecordLocation]:
         """The group as :meth:`_built` makes it, built and written by warcio."""
         content = self._response(result) if seen is None else self._revisit(result, seen)
-        records = [content, self._request(result, _id(content))]
+        records = [content, self._request(result, content)]
         for hop in followed:
             hop_content = self._response(hop)
-            records += [hop_content, self._request(hop, _id(hop_content))]
+            records += [hop_content, self._request(hop, hop_content)]
         if outlinks is not None:
             records.append(self._outlinks(result, _id(content), outlinks))
         return self.writer.write_group(
-            records, then=lambda locs: [self._didl(res, result, payload, locs[0])]
+            records, then=lambda locs: [self._didl(res, result, payload, locs[0], seen)]
         )
 
     def _response(self, result: HttpExchange) -> ArcWarcRecord:
@@ -150,9 +170,14 @@ class Recorder:
             truncated=result.truncated,
         )
 
-    def _request(self, result: HttpExchange, concurrent_to: str) -> ArcWarcRecord:
+    def _request(self, result: HttpExchange, content: ArcWarcRecord) -> ArcWarcRecord:
+        """The request of ``content``'s capture: concurrent to it, at its date (5.4)."""
         return self.writer.request_record(
-            result.url, _request_headers(result), concurrent_to=concurrent_to, ip=result.peer_ip
+            result.url,
+            _request_headers(result),
+            concurrent_to=_id(content),
+            ip=result.peer_ip,
+            date=content.rec_headers.get_header("WARC-Date"),
         )
 
     def _outlinks(
@@ -171,7 +196,7 @@ class Recorder:
     def exchange(self, exchange: HttpExchange) -> list[RecordLocation]:
         """A raw OAI-PMH exchange (strategy didl): response + request + a closing note."""
         response = self._response(exchange)
-        request = self._request(exchange, _id(response))
+        request = self._request(exchange, response)
         note = f"oai-exchange: {exchange.url}\r\n".encode()
         return self.writer.write_group(
             [response, request],
@@ -190,14 +215,17 @@ class Recorder:
         body: bytes,
         http_headers: list[tuple[str, str]] | None = None,
         ready: capturegroup.CarriedBody | None = None,
-    ) -> Capture:
-        """A resource delivered by value inside an ``oai_didl`` record; with the headers the
-        provider reports for a 200 of it, a response record carrying them. ``ready`` is
+        page: HttpExchange | None = None,
+    ) -> tuple[Capture, bool]:
+        """A resource delivered by value inside an ``oai_didl`` record of the list page
+        ``page`` (:mod:`harvester.archive.carriedgroup`); with the headers the provider
+        reports for a 200 of it, a response record carrying them, or a revisit when its
+        payload is the last capture's; the flag says it was a revisit. ``ready`` is
         :func:`~harvester.archive.capturegroup.carried_body` of ``body`` and ``http_headers``
-        when the caller made it already. The record is built by hand, or with warcio when a
-        head is not ASCII."""
+        when the caller made it already. The records are built by hand, or with warcio when
+        a head is not ASCII."""
         headers = http_headers or [("Content-Type", mime), ("Content-Length", str(len(body)))]
-        fake = _Carried(
+        fake = CarriedExchange(
             url=url,
             status=200,
             reason="OK",
@@ -206,81 +234,88 @@ class Recorder:
             body=body,
             truncated=None,
             record_type="response" if http_headers else "resource",
+            peer_ip=page.peer_ip if page else None,
+            source_uri=page.url if page else None,
         )
         ready = ready or capturegroup.carried_body(body, http_headers)
-        built = None
-        if ready is not None:
-            built = capturegroup.carried(self.writer.stamp, url, mime, http_headers, ready)
-        if ready is not None and built is not None:
-            payload = ready.payload
-            locations = self.writer.write_built(
-                [built], then=lambda locs: [self._built_didl(res, fake, payload, locs[0])]
-            )
-            return _capture(locations[0], fake, payload)
         payload = ready.payload if ready else Payload.of(body)
-        if http_headers:
-            record = self.writer.response_record(url, _response_headers(fake), body)
+        seen = _revisit_of(res, fake, payload) if http_headers else None
+        built = None
+        if seen is not None:
+            built = carriedgroup.revisit_group(self.writer.stamp, fake, seen)
+        elif ready is not None:
+            built = carriedgroup.group(self.writer.stamp, fake, mime, http_headers, ready)
+        if built is None:
+            seen = None
+            locations = self._carried_by_warcio(res, fake, mime, payload)
         else:
-            record = self.writer.resource_record(url, mime, body)
-        locations = self.writer.write_group(
-            [record], then=lambda locs: [self._didl(res, fake, payload, locs[0])]
+            locations = self.writer.write_built(
+                built, then=lambda locs: [self._built_didl(res, fake, payload, locs[0], seen)]
+            )
+        return _capture(locations[0], fake, payload), seen is not None
+
+    def _carried_by_warcio(
+        self, res: Resource, fake: CarriedExchange, mime: str, payload: Payload
+    ) -> list[RecordLocation]:
+        """The group of :meth:`carried`, a full record and its note, made by warcio."""
+        if fake.record_type == "response":
+            record = self.writer.response_record(
+                fake.url, _response_headers(fake), fake.body, ip=fake.peer_ip
+            )
+        else:
+            ip = {"WARC-IP-Address": fake.peer_ip} if fake.peer_ip else None
+            record = self.writer.resource_record(fake.url, mime, fake.body, extra=ip)
+        note = self.writer.metadata_record(
+            carriedgroup.note_fields(fake, fake.record_type == "response"),
+            content_type=carriedgroup.NOTE_TYPE,
+            target_uri=fake.url,
+            extra={
+                "WARC-Concurrent-To": _id(record),
+                "WARC-Date": record.rec_headers.get_header("WARC-Date"),
+            },
         )
-        return _capture(locations[0], fake, payload)
+        return self.writer.write_group(
+            [record, note], then=lambda locs: [self._didl(res, fake, payload, locs[0])]
+        )
 
     def deleted(self, res: Resource) -> RecordLocation:
-        previous = None
-        if res.record_id and res.warc_file is not None:
-            previous = WarcPointer(
-                res.record_id, res.warc_file, res.warc_offset or 0, res.warc_length or 0, "response"
-            )
-        didl = deletion_didl(
-            res.url,
-            observed=datetime.now(UTC),
-            oai=_oai_info(res, self.endpoint, deleted=True),
-            provenance=self.provenance(),
-            previous=previous,
-        )
+        didl = deletion_document(res, self.writer.directory, self.provenance())
         record = self.writer.metadata_record(didl, refers_to=res.record_id)
         return self.writer.write_group([record])[0]
 
     def _revisit(self, result: HttpExchange, seen: Revisit) -> ArcWarcRecord:
+        head = seen.head or capturegroup.revisit_head(result)
         return self.writer.revisit_record(
             result.url,
-            _response_headers(result),
+            StatusAndHeaders(head.status, list(head.fields), protocol=head.protocol),
             refers_to_uri=seen.refers_to_uri,
             refers_to_date=seen.refers_to_date,
             payload_digest=seen.payload_digest,
             profile=seen.profile,
             refers_to=seen.refers_to,
+            ip=result.peer_ip,
         )
 
     def _didl(
-        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
+        self,
+        res: Resource,
+        result: HttpExchange | CarriedExchange,
+        payload: Payload,
+        at: RecordLocation,
+        seen: Revisit | None = None,
     ) -> ArcWarcRecord:
-        didl = self._didl_document(res, result, payload, at)
+        didl = self._didl_document(res, result, payload, at, seen)
         return self.writer.metadata_record(didl, refers_to=at.record_id)
 
     def _didl_document(
-        self, res: Resource, result: HttpExchange | _Carried, payload: Payload, at: RecordLocation
+        self,
+        res: Resource,
+        result: HttpExchange | CarriedExchange,
+        payload: Payload,
+        at: RecordLocation,
+        seen: Revisit | None = None,
     ) -> bytes:
-        kind = result.record_type if isinstance(result, _Carried) else "response"
-        desc = CaptureDescription(
-            url=result.url,
-            status=result.status,
-            reason=result.reason,
-            protocol=result.protocol,
-            headers=result.response_headers,
-            sha1=payload.sha1,
-            sha256=payload.sha256,
-            declared_mime=_header(result.response_headers, "content-type"),
-            sniffed_mime=sniff_mime(result.body, result.url) if result.body else None,
-            warc=WarcPointer(
-                at.record_id, at.filename, at.offset, at.length, kind, result.truncated
-            ),
-            oai=_oai_info(res, self.endpoint),
-            provenance=self.provenance(),
-        )
-        return capture_didl(desc)
+        return capture_document(res, result, payload, at, seen, self.provenance())
 
     # -- after a crash -----------------------------------------------------------------
 
@@ -291,31 +326,18 @@ class Recorder:
         return recovered(repaired)
 
 
-@dataclass(frozen=True)
-class _Carried:
-    """The parts of an HttpExchange that a by-value resource also has."""
-
-    url: str
-    status: int
-    reason: str
-    protocol: str
-    response_headers: list[tuple[str, str]]
-    body: bytes
-    truncated: str | None
-    record_type: str  # response (with the provider's headers) or resource
-
-
-def _revisit_of(res: Resource, result: HttpExchange, payload: Payload) -> Revisit | None:
+def _revisit_of(
+    res: Resource, result: HttpExchange | CarriedExchange, payload: Payload
+) -> Revisit | None:
     """What the content record revisits: ``res``'s last capture, when the server says 304 or
     the payload is that capture's; None for a new capture."""
     if not res.record_id:
         return None
-    if result.status == 304:
-        profile = "server-not-modified"
-    elif res.payload_digest == payload.warc_digest:
-        profile = "identical-payload-digest"
-    else:
+    # A 304 is recorded as what it says: the payload stored is the resource's still. Its
+    # revisit holds the freshened 200 head (docs/collection.md says why this profile).
+    if result.status != 304 and res.payload_digest != payload.warc_digest:
         return None
+    profile = "identical-payload-digest"
     return Revisit(profile, res.record_id, res.url, res.warc_date or "", res.payload_digest or "")
 
 
@@ -327,7 +349,7 @@ def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     return next((v for k, v in headers if k.lower() == name), None)
 
 
-def _response_headers(result: HttpExchange | _Carried) -> StatusAndHeaders:
+def _response_headers(result: HttpExchange | CarriedExchange) -> StatusAndHeaders:
     headers = [(k, v) for k, v in result.response_headers if k.lower() not in HOP_BY_HOP]
     return StatusAndHeaders(f"{result.status} {result.reason}", headers, protocol=result.protocol)
 
@@ -336,19 +358,9 @@ def _request_headers(result: HttpExchange) -> StatusAndHeaders:
     return StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
 
 
-def _oai_info(res: Resource, endpoint: str | None, deleted: bool = False) -> OaiHeaderInfo | None:
-    if res.oai_identifier is None:
-        return None
-    return OaiHeaderInfo(
-        identifier=res.oai_identifier,
-        datestamp=res.listed_datestamp or "",
-        set_specs=res.set_specs,
-        endpoint=endpoint,
-        deleted=deleted,
-    )
-
-
-def _capture(at: RecordLocation, result: HttpExchange | _Carried, payload: Payload) -> Capture:
+def _capture(
+    at: RecordLocation, result: HttpExchange | CarriedExchange, payload: Payload
+) -> Capture:
     return Capture(
         record_id=at.record_id,
         warc_file=at.filename,

@@ -27,7 +27,13 @@ from warcio.statusandheaders import StatusAndHeaders
 from harvester.archive.randomids import fresh_uuid
 from harvester.clock import as_utc, utcnow
 
-__all__ = ["REVISIT_PROFILES", "WARC_VERSION", "RecordFactory"]
+__all__ = [
+    "NO_PAYLOAD_DIGEST_TYPES",
+    "REVISIT_PROFILES",
+    "WARC_VERSION",
+    "Builder",
+    "RecordFactory",
+]
 
 WARC_VERSION = "1.1"
 REVISIT_PROFILES: Mapping[str, str] = {
@@ -40,6 +46,15 @@ WARCINFO_DEFAULTS: Mapping[str, str] = {
 }
 
 _SPOOL_SIZE = 1 << 20
+# Records whose block has no well-defined payload, so no WARC-Payload-Digest (section 5.9):
+# warcio's list, and metadata.
+NO_PAYLOAD_DIGEST_TYPES = ("warcinfo", "revisit", "metadata")
+
+
+class Builder(RecordBuilder):
+    """warcio's record builder, giving no payload digest to a metadata record."""
+
+    NO_PAYLOAD_DIGEST_TYPES = NO_PAYLOAD_DIGEST_TYPES
 
 
 class RecordFactory:
@@ -57,7 +72,7 @@ class RecordFactory:
         self._clock = clock or utcnow
         self._date = _warc_now if clock is None else self._clock_date
         self._make_id = make_id or _new_record_id
-        self._builder = RecordBuilder(warc_version=WARC_VERSION)
+        self._builder = Builder(warc_version=WARC_VERSION)
 
     def stamp(self) -> tuple[str, str]:
         """A new record's (WARC-Record-ID, WARC-Date), from this factory's IDs and clock."""
@@ -85,9 +100,11 @@ class RecordFactory:
         *,
         concurrent_to: str | None = None,
         ip: str | None = None,
+        date: str | None = None,
     ) -> ArcWarcRecord:
-        """A ``request`` record; ``concurrent_to`` is the response's WARC-Record-ID."""
-        headers = {"WARC-Concurrent-To": concurrent_to, "WARC-IP-Address": ip}
+        """A ``request`` record; ``concurrent_to`` is the response's WARC-Record-ID, ``date``
+        its WARC-Date, shared by the request (section 5.4)."""
+        headers = {"WARC-Concurrent-To": concurrent_to, "WARC-IP-Address": ip, "WARC-Date": date}
         return self._build("request", uri, body, http_headers=http_headers, headers=headers)
 
     def response_record(
@@ -143,11 +160,13 @@ class RecordFactory:
         payload_digest: str,
         profile: str = "identical-payload-digest",
         refers_to: str | None = None,
+        ip: str | None = None,
     ) -> ArcWarcRecord:
         """A ``revisit`` record (section 6.7); ``profile`` is a key of REVISIT_PROFILES."""
         if profile not in REVISIT_PROFILES:
             raise ValueError(f"unknown revisit profile {profile!r}")
         headers = {
+            "WARC-IP-Address": ip,
             "WARC-Profile": REVISIT_PROFILES[profile],
             "WARC-Refers-To": refers_to,
             "WARC-Refers-To-Target-URI": refers_to_uri,

@@ -44,7 +44,7 @@ from harvester.archive.capturegroup import metadata
 from harvester.archive.cdxline import capture_line, line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.archive.recordbytes import Built
-from harvester.archive.records import WARC_VERSION, RecordFactory
+from harvester.archive.records import NO_PAYLOAD_DIGEST_TYPES, WARC_VERSION, RecordFactory
 from harvester.archive.repair import repair_open_files
 from harvester.clock import as_utc
 from harvester.exceptions import ArchiveError
@@ -301,7 +301,7 @@ class RotatingWARCWriter(RecordFactory, Component):
     def _start_file(self) -> _OpenFile:
         path, fh = self._create_unique()
         members = _GzipMembers(fh)
-        writer = WARCWriter(members, gzip=False, warc_version=WARC_VERSION)
+        writer = _Writer(members, gzip=False, warc_version=WARC_VERSION)
         current = _OpenFile(path, fh, writer, members)
         try:
             self._write_record(current, self.warcinfo_record(current.name))
@@ -378,3 +378,9 @@ class RotatingWARCWriter(RecordFactory, Component):
         log.info("finished %s", final)
         if self._on_finish is not None:
             self._on_finish(final.name, current.captures)
+
+
+class _Writer(WARCWriter):
+    """warcio's writer, giving no payload digest to a metadata record (WARC 1.1, 5.9)."""
+
+    NO_PAYLOAD_DIGEST_TYPES = NO_PAYLOAD_DIGEST_TYPES

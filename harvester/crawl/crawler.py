@@ -277,15 +277,19 @@ class Crawler:
         self.frontier.scheduler.set_crawl_delay(item.host, delay)
 
     async def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
+        assert res is not None, "every queued URL has a resource row"
         if result.status in GONE:
+            # Archived, as wget and Heritrix do, so that replay answers the site's own 404;
+            # still gone in the state, and its links are not followed.
             log.warning("%s: HTTP %d %s", item.url, result.status, result.reason)
+            gone = await self.archivist.archive(res, result)
             with self.batch.step():
                 self._acknowledge(item)
                 self.state.mark_gone(item.url, result.status)
                 self.state.dequeue(item.url)
+                self.archivist.stepped(gone.ticket)
             self.summary.failed += 1
             return
-        assert res is not None, "every queued URL has a resource row"
         archived = await self.archivist.archive(res, result)
         with self.batch.step():
             self._acknowledge(item)
