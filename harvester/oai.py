@@ -42,7 +42,14 @@ from sickle.response import OAIResponse
 
 from coop_common.component import Component
 from harvester.clock import utcnow
-from harvester.exceptions import HarvestError, ProtocolError
+from harvester.exceptions import (
+    EnvelopeError,
+    HarvestError,
+    NoMetadataFormats,
+    OAIError,
+    ProtocolError,
+    UnusableEndpoint,
+)
 from harvester.exchange import HttpExchange
 from harvester.limits import OAILimits, oai_limits
 from harvester.oaiconnection import kept_alive
@@ -83,9 +90,11 @@ log = logging.getLogger(__name__)
 _OAI = "{" + OAI_NS + "}"
 DELETED_RECORD_POLICIES = ("no", "transient", "persistent")
 
-_IDENTIFIERS = {  # where each list verb's page holds its identifiers
+_FORMATS = f"{_OAI}ListMetadataFormats/{_OAI}metadataFormat"
+_IDENTIFIERS = {  # where each list verb's page holds its identifiers (the guard's)
     "ListIdentifiers": f"{_OAI}ListIdentifiers/{_OAI}header/{_OAI}identifier",
     "ListRecords": f"{_OAI}ListRecords/{_OAI}record/{_OAI}header/{_OAI}identifier",
+    "ListMetadataFormats": f"{_FORMATS}/{_OAI}metadataPrefix",
 }
 
 
@@ -119,23 +128,36 @@ class SafeSickle(Sickle):  # type: ignore[misc]
     def __init__(self, endpoint: str, http: Http) -> None:
         super().__init__(endpoint, max_retries=0)
         self._http = http
+        self._offset_noted = False
 
     def harvest(self, **kwargs: str) -> SafeOAIResponse:
         """One OAI-PMH request; raises our exceptions for OAI errors and bad responses."""
         exchange = self._http.get(self.endpoint, kwargs)
         root = parse_oai_xml(exchange.content, exchange.url)
-        date = check_envelope(root, kwargs.get("verb", ""), exchange.url)
+        date, sent = check_envelope(root, kwargs.get("verb", ""), exchange.url, exchange.status)
+        if sent is not None and not self._offset_noted:
+            self._offset_noted = True
+            log.warning("%s", note_offset(exchange.url, sent, date))
         log.debug("%s %s: %d bytes", kwargs.get("verb"), exchange.url, len(exchange.body))
         return SafeOAIResponse(exchange, kwargs, root, date)
+
+
+def note_offset(url: str, sent: str, date: str) -> str:
+    """The warning, given once a list or client, that responseDates come with an offset."""
+    return (
+        f"{url}: responseDate {sent!r} is not in UTC (§3.2); read as {date},"
+        " and the others alike without another warning"
+    )
 
 
 # -- the client -----------------------------------------------------------------------
 
 
-def _required_text(element: etree._Element, name: str, url: str) -> str:
+def _usable_text(element: etree._Element, name: str, url: str) -> str:
+    """The element's child's text, stripped; "" with a warning when it has none."""
     value = (element.findtext(_OAI + name) or "").strip()
     if not value:
-        raise ProtocolError(f"{url}: <{element.tag.rpartition('}')[2]}> without <{name}>")
+        log.warning("%s: Identify without <%s>", url, name)
     return value
 
 
@@ -144,9 +166,25 @@ def _texts(element: etree._Element, name: str) -> tuple[str, ...]:
     return tuple(text for text in found if text)
 
 
-def _one_of(value: str, allowed: tuple[str, ...], what: str, url: str) -> str:
-    if value not in allowed:
-        raise ProtocolError(f"{url}: {what} {value!r} is not one of {', '.join(allowed)}")
+def _usable(value: str, allowed: tuple[str, ...], what: str, url: str, instead: str) -> str:
+    """``value`` if one of ``allowed``; else ``instead``, with a warning naming both."""
+    if value in allowed:
+        return value
+    if value:
+        log.warning("%s: Identify's %s %r is not one of %s: taken as %s", url, what, value,
+                    ", ".join(allowed), instead)  # fmt: skip
+    return instead
+
+
+def _earliest(value: str, url: str) -> str:
+    """The earliestDatestamp if it is a datestamp, else "" with a warning: nothing the
+    harvester asks depends on it."""
+    try:
+        checked_datestamp(value, f"{url}: Identify's earliestDatestamp")
+    except ProtocolError as exc:
+        if value:
+            log.warning("%s: ignored", exc)
+        return ""
     return value
 
 
@@ -235,26 +273,45 @@ class OAIClient(Component):
         self.sickle = SafeSickle(endpoint, http)
 
     def identify(self) -> EndpointInfo:
-        """The repository's self-description (§4.2), checked for what harvesting needs."""
+        """The repository's self-description (§4.2): what is usable of it, each unusable
+        field warned about and replaced by what the protocol allows (day granularity is
+        every repository's)."""
         response = self.sickle.harvest(verb="Identify")
         # Not sickle's Identify model: it setattr()s every descendant's tag name, so a
         # <__class__> in a <description> would raise TypeError instead of a ProtocolError.
         element, url = response.xml.find(_OAI + "Identify"), response.exchange.url
-        granularity = _required_text(element, "granularity", url)
-        earliest = _required_text(element, "earliestDatestamp", url)
-        checked_datestamp(earliest, f"{url}: bad earliestDatestamp")
-        deleted = _required_text(element, "deletedRecord", url)
-        version = _required_text(element, "protocolVersion", url)
+        granularity = _usable_text(element, "granularity", url)
+        deleted = _usable_text(element, "deletedRecord", url)
+        version = _usable_text(element, "protocolVersion", url)
         return EndpointInfo(
             endpoint=self.endpoint,
-            base_url=_required_text(element, "baseURL", url),
-            repository_name=_required_text(element, "repositoryName", url),
-            granularity=_one_of(granularity, GRANULARITIES, "granularity", url),
-            deleted_record=_one_of(deleted, DELETED_RECORD_POLICIES, "deletedRecord", url),
-            earliest_datestamp=earliest,
-            protocol_version=_one_of(version, ("2.0",), "protocolVersion", url),
+            base_url=_usable_text(element, "baseURL", url) or self.endpoint,
+            repository_name=_usable_text(element, "repositoryName", url),
+            granularity=_usable(granularity, GRANULARITIES, "granularity", url, DAY),
+            deleted_record=_usable(
+                deleted, DELETED_RECORD_POLICIES, "deletedRecord", url, "transient"
+            ),
+            earliest_datestamp=_earliest(_usable_text(element, "earliestDatestamp", url), url),
+            protocol_version=_usable(version, ("2.0",), "protocolVersion", url, "2.0"),
             compression=_texts(element, "compression"),
         )
+
+    def list_metadata_formats(self) -> tuple[str, ...]:
+        """The metadataPrefixes the repository offers (§4.4), read by our own parsing, under
+        the lists' guard should it hand out resumption tokens; a format without a
+        ``<metadataPrefix>`` is warned about and left out. Empty for noMetadataFormats."""
+        found: list[str] = []
+        try:
+            for response, _resumption in self._pages("ListMetadataFormats", {}):
+                url = response.exchange.url
+                for element in response.xml.iterfind(_FORMATS):
+                    prefix = (element.findtext(_OAI + "metadataPrefix") or "").strip()
+                    if not prefix:
+                        log.warning("%s: a <metadataFormat> without <metadataPrefix>", url)
+                    found.append(prefix)
+        except NoMetadataFormats:
+            return ()
+        return tuple(dict.fromkeys(p for p in found if p))
 
     def list_identifiers(
         self,
@@ -268,14 +325,22 @@ class OAIClient(Component):
         """ListIdentifiers (§4.3), one page at a time; continues a list given its token.
 
         Raises NoRecordsMatch when the selection is empty, BadResumptionToken when the
-        provider refuses a token (restart from the saved datestamp).
+        provider refuses a token (restart from the saved datestamp). A header without an
+        identifier or with a bad datestamp is left out of ``headers`` and named in ``broken``:
+        the caller judges what it means.
         """
         args = _list_args(metadata_prefix, from_, until, set_spec, resumption_token)
         for response, resumption in self._pages("ListIdentifiers", args):
             url = response.exchange.url
-            elements = response.xml.iterfind(f"{_OAI}ListIdentifiers/{_OAI}header")
+            headers, broken = [], []
+            for element in response.xml.iterfind(f"{_OAI}ListIdentifiers/{_OAI}header"):
+                try:
+                    headers.append(_listed_header(element, url))
+                except ProtocolError as exc:
+                    broken.append(str(exc))
             yield ListPage(
-                headers=tuple(_listed_header(e, url) for e in elements),
+                headers=tuple(headers),
+                broken=tuple(broken),
                 response_date=response.response_date,
                 token=resumption.token,
                 cursor=resumption.cursor,
@@ -341,7 +406,9 @@ def probe(
 ) -> EndpointInfo | None:
     """The first of ``site_url + path`` that answers a well-formed Identify, or None.
 
-    Anything else at a path (404, HTML, garbage, a timeout, an OAI error) means: try the next.
+    Anything else at a path (404, HTML, garbage, a timeout) means: try the next; but a path
+    that answers OAI-PMH without a usable Identify raises :class:`UnusableEndpoint` (it is
+    the endpoint, broken: neither another path nor a crawl is what was meant).
     """
     base = site_url.rstrip("/")
     for path in paths:
@@ -349,6 +416,10 @@ def probe(
         with OAIClient(endpoint, **client_kwargs) as client:
             try:
                 return client.identify()
+            except (OAIError, EnvelopeError) as exc:
+                raise UnusableEndpoint(
+                    f"{endpoint} answers OAI-PMH, but its Identify is unusable: {exc}"
+                ) from None
             except HarvestError as exc:
                 log.info("no OAI-PMH endpoint at %s: %s", endpoint, exc)
     return None
