@@ -27,6 +27,7 @@ plus 1,000 headers listed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import time
@@ -128,25 +129,31 @@ class SafeSickle(Sickle):  # type: ignore[misc]
     def __init__(self, endpoint: str, http: Http) -> None:
         super().__init__(endpoint, max_retries=0)
         self._http = http
-        self._offset_noted = False
 
     def harvest(self, **kwargs: str) -> SafeOAIResponse:
         """One OAI-PMH request; raises our exceptions for OAI errors and bad responses."""
         exchange = self._http.get(self.endpoint, kwargs)
         root = parse_oai_xml(exchange.content, exchange.url)
         date, sent = check_envelope(root, kwargs.get("verb", ""), exchange.url, exchange.status)
-        if sent is not None and not self._offset_noted:
-            self._offset_noted = True
-            log.warning("%s", note_offset(exchange.url, sent, date))
+        if sent is not None:
+            note_offset(self.endpoint, sent, date)
         log.debug("%s %s: %d bytes", kwargs.get("verb"), exchange.url, len(exchange.body))
         return SafeOAIResponse(exchange, kwargs, root, date)
 
 
-def note_offset(url: str, sent: str, date: str) -> str:
-    """The warning, given once a list or client, that responseDates come with an offset."""
-    return (
-        f"{url}: responseDate {sent!r} is not in UTC (§3.2); read as {date},"
-        " and the others alike without another warning"
+def note_offset(endpoint: str, sent: str, date: str) -> None:
+    """Warn, once a process for each endpoint, that its responseDates come with a UTC
+    offset; each one read is logged at debug level."""
+    log.debug("%s: responseDate %r read as %s", endpoint, sent, date)
+    _warn_offset(endpoint)
+
+
+@functools.lru_cache(maxsize=64)  # the memory of "warned once": one key per endpoint
+def _warn_offset(endpoint: str) -> None:
+    log.warning(
+        "%s: responseDates come with a UTC offset (§3.2 asks for UTC, 'Z'); each is"
+        " converted to UTC",
+        endpoint,
     )
 
 

@@ -24,7 +24,8 @@ as InvenioRDM's 422), ``offset`` (each responseDate sent in that UTC offset, as
 ``identify_error`` (Identify answered with that OAI-PMH error code), ``headerless`` (that
 item's header has no identifier), ``forbidden_page`` (that list page answers 403) and
 ``formats`` (``"odd"``: ListMetadataFormats adds a format without ``<metadataPrefix>`` and one
-with a ``<__class__>`` child; ``"loop"``: it hands out a token naming itself). ``GET
+with a ``<__class__>`` child; ``"loop"``: it hands out a token naming itself);
+``GET /_quirk?forbidden_page=1&expire_always=1`` turns those two on while it runs. ``GET
 /_change/<n>`` gives item ``n`` today's datestamp and a new title, ``GET /_delete/<n>`` deletes
 it; ``GET /_log`` returns every request path and query as JSON.
 """
@@ -124,6 +125,7 @@ def repository(
     deleted: set[int] = set()
     log: list[str] = []
     flags = {"failed": retry_after is None, "expired": expire_page is None}
+    live: dict[str, int | None] = {"forbidden_page": forbidden_page, "expire_always": expire_always}
 
     def header(n: int) -> str:
         status = ' status="deleted"' if n in deleted else ""
@@ -171,7 +173,7 @@ def repository(
             query, _, number = token.rpartition("|")
             args = dict(p.split("=", 1) for p in query.split("&") if p)
             page = int(number)
-            if expire_always or (page == expire_page and not flags["expired"]):
+            if live["expire_always"] or (page == expire_page and not flags["expired"]):
                 flags["expired"] = True
                 return error_element("badResumptionToken", "expired")
         if args.get("metadataPrefix") != "oai_dc":
@@ -206,9 +208,9 @@ def repository(
             return _respond(
                 start_response, b"busy", "503 Busy", "text/plain", [("Retry-After", wait)]
             )
-        if forbidden_page is not None and verb == "ListRecords":
+        if live["forbidden_page"] is not None and verb == "ListRecords":
             token = args.get("resumptionToken", "|0")
-            if int(token.rpartition("|")[2]) == forbidden_page:
+            if int(token.rpartition("|")[2]) == live["forbidden_page"]:
                 return _respond(start_response, b"<h1>Forbidden</h1>", "403 Forbidden", "text/html")
         if verb == "Identify":
             inner = identify(base + "/oai", earliest)
@@ -272,6 +274,9 @@ def repository(
                 n = int(path.rsplit("/", 1)[1])
                 stamps[n] = datetime.now(UTC).date().isoformat()
                 deleted.add(n)
+                return _respond(start_response, b"ok", content_type="text/plain")
+            if path == "/_quirk":  # turned on at run time: the same endpoint, now quirky
+                live.update({k: int(v) for k, v in _args(environ).items() if k in live})
                 return _respond(start_response, b"ok", content_type="text/plain")
             if path == "/_log":
                 return _respond(

@@ -107,6 +107,7 @@ def test_zenodo_expired_token_relists_from_the_bound_and_loses_nothing(
         code, summary, err = run(server, out, capsys)
         log = replayed(server)
     assert (code, summary["records"], summary["deleted"], summary["lists_failed"]) == (0, 8, 1, 0)
+    assert "listing anew from the start" in err
     ids = archived_ids(out)
     assert len(ids) == ZENODO_IDS - 1 and set(ids.values()) == {1} and DELETED not in ids
     notes = [b for k, _h, b in warc_records(out) if k == "metadata" and b"pres:deletion" in b]

@@ -91,7 +91,6 @@ class RecordLister:
         self.transport = kept_alive()
         self.http = Http(self.transport, oai_limits(settings), sleep, utcnow, random.Random())
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="oai-list")
-        self._offset_noted = False
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -161,11 +160,9 @@ class RecordLister:
             )
 
     def _note_offset(self, page: RecordsPage) -> None:
-        """Warn, once for the lister, of a responseDate sent with an offset."""
-        if page.date_sent is not None and not self._offset_noted:
-            self._offset_noted = True
-            sent, date = page.date_sent, page.response_date
-            log.warning("%s", note_offset(self.endpoint.endpoint, sent, date))
+        """Warn (once for the endpoint) of a responseDate sent with an offset."""
+        if page.date_sent is not None:
+            note_offset(self.endpoint.endpoint, page.date_sent, page.response_date)
 
     def _request(self, args: dict[str, str]) -> Future[_Fetched]:
         """The next page's request, sent from the list's own thread: the network wait of one
