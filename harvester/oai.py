@@ -1,4 +1,5 @@
-"""The harvester's one seam to OAI-PMH 2.0: Identify, ListIdentifiers and ListRecords.
+"""The harvester's one seam to OAI-PMH 2.0: Identify, ListMetadataFormats, ListIdentifiers
+and ListRecords.
 
 The protocol model is sickle's (:class:`sickle.Sickle`, :class:`sickle.response.OAIResponse`,
 the ``Header`` and ``ResumptionToken`` models); the HTTP underneath is our own,
@@ -6,7 +7,8 @@ in :meth:`SafeSickle.harvest`, because an OAI-PMH response is untrusted input. T
 HTTP exchange, the safe XML parser and the envelope check live in :mod:`harvester.oaihttp`
 (retries, redirects, size and time limits, no entities, no DTD); the datestamp helpers (§3.3),
 pure functions, in :mod:`harvester.oaidates`; the values a response is read into, in
-:mod:`harvester.oaimodels`. Together these ``oai*`` modules are the only
+:mod:`harvester.oaimodels`; Identify read for what is usable of it, in
+:mod:`harvester.oaiidentify`. Together these ``oai*`` modules are the only
 code that talks OAI-PMH.
 
 - The tree parsed safely is what sickle's models see: :class:`SafeOAIResponse` hands it out
@@ -18,7 +20,8 @@ code that talks OAI-PMH.
 
 Lists are exposed page by page (§3.5) with their ``responseDate`` and the next token, so the
 caller can persist its position after each page and resume with the token in a new client.
-A list that does not end is stopped with a ProtocolError naming the page's URL
+ListMetadataFormats is read by our own parsing under the same guard, should a repository hand
+out tokens for it. A list that does not end is stopped with a ProtocolError naming the page's URL
 (:class:`harvester.oaiguard.ListGuard`), as sickle would loop forever: a token used before in
 the same list (``A, B, A``); 10 pages in a row that bring no new identifier yet hand out a
 token; or, with a token still handed out, more than twice the declared ``completeListSize``
@@ -27,7 +30,6 @@ plus 1,000 headers listed.
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 import time
@@ -56,7 +58,6 @@ from harvester.limits import OAILimits, oai_limits
 from harvester.oaiconnection import kept_alive
 from harvester.oaidates import (
     DAY,
-    GRANULARITIES,
     SECONDS,
     checked_datestamp,
     format_for_granularity,
@@ -65,6 +66,7 @@ from harvester.oaidates import (
 )
 from harvester.oaiguard import ListGuard
 from harvester.oaihttp import ACCEPT_ENCODING, OAI_NS, Http, check_envelope, parse_oai_xml
+from harvester.oaiidentify import endpoint_info, note_offset
 from harvester.oaimodels import EndpointInfo, ListedHeader, ListPage, RawPage, RawRecord
 from harvester.oaitransport import SessionTransport, Transport
 from harvester.settings import defaults
@@ -89,7 +91,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _OAI = "{" + OAI_NS + "}"
-DELETED_RECORD_POLICIES = ("no", "transient", "persistent")
 
 _FORMATS = f"{_OAI}ListMetadataFormats/{_OAI}metadataFormat"
 _IDENTIFIERS = {  # where each list verb's page holds its identifiers (the guard's)
@@ -141,58 +142,7 @@ class SafeSickle(Sickle):  # type: ignore[misc]
         return SafeOAIResponse(exchange, kwargs, root, date)
 
 
-def note_offset(endpoint: str, sent: str, date: str) -> None:
-    """Warn, once a process for each endpoint, that its responseDates come with a UTC
-    offset; each one read is logged at debug level."""
-    log.debug("%s: responseDate %r read as %s", endpoint, sent, date)
-    _warn_offset(endpoint)
-
-
-@functools.lru_cache(maxsize=64)  # the memory of "warned once": one key per endpoint
-def _warn_offset(endpoint: str) -> None:
-    log.warning(
-        "%s: responseDates come with a UTC offset (§3.2 asks for UTC, 'Z'); each is"
-        " converted to UTC",
-        endpoint,
-    )
-
-
 # -- the client -----------------------------------------------------------------------
-
-
-def _usable_text(element: etree._Element, name: str, url: str) -> str:
-    """The element's child's text, stripped; "" with a warning when it has none."""
-    value = (element.findtext(_OAI + name) or "").strip()
-    if not value:
-        log.warning("%s: Identify without <%s>", url, name)
-    return value
-
-
-def _texts(element: etree._Element, name: str) -> tuple[str, ...]:
-    found = ((child.text or "").strip() for child in element.iterfind(_OAI + name))
-    return tuple(text for text in found if text)
-
-
-def _usable(value: str, allowed: tuple[str, ...], what: str, url: str, instead: str) -> str:
-    """``value`` if one of ``allowed``; else ``instead``, with a warning naming both."""
-    if value in allowed:
-        return value
-    if value:
-        log.warning("%s: Identify's %s %r is not one of %s: taken as %s", url, what, value,
-                    ", ".join(allowed), instead)  # fmt: skip
-    return instead
-
-
-def _earliest(value: str, url: str) -> str:
-    """The earliestDatestamp if it is a datestamp, else "" with a warning: nothing the
-    harvester asks depends on it."""
-    try:
-        checked_datestamp(value, f"{url}: Identify's earliestDatestamp")
-    except ProtocolError as exc:
-        if value:
-            log.warning("%s: ignored", exc)
-        return ""
-    return value
 
 
 def _listed_header(element: etree._Element | None, url: str) -> ListedHeader:
@@ -280,28 +230,10 @@ class OAIClient(Component):
         self.sickle = SafeSickle(endpoint, http)
 
     def identify(self) -> EndpointInfo:
-        """The repository's self-description (§4.2): what is usable of it, each unusable
-        field warned about and replaced by what the protocol allows (day granularity is
-        every repository's)."""
+        """The repository's self-description (§4.2), what is usable of it
+        (:func:`~harvester.oaiidentify.endpoint_info`)."""
         response = self.sickle.harvest(verb="Identify")
-        # Not sickle's Identify model: it setattr()s every descendant's tag name, so a
-        # <__class__> in a <description> would raise TypeError instead of a ProtocolError.
-        element, url = response.xml.find(_OAI + "Identify"), response.exchange.url
-        granularity = _usable_text(element, "granularity", url)
-        deleted = _usable_text(element, "deletedRecord", url)
-        version = _usable_text(element, "protocolVersion", url)
-        return EndpointInfo(
-            endpoint=self.endpoint,
-            base_url=_usable_text(element, "baseURL", url) or self.endpoint,
-            repository_name=_usable_text(element, "repositoryName", url),
-            granularity=_usable(granularity, GRANULARITIES, "granularity", url, DAY),
-            deleted_record=_usable(
-                deleted, DELETED_RECORD_POLICIES, "deletedRecord", url, "transient"
-            ),
-            earliest_datestamp=_earliest(_usable_text(element, "earliestDatestamp", url), url),
-            protocol_version=_usable(version, ("2.0",), "protocolVersion", url, "2.0"),
-            compression=_texts(element, "compression"),
-        )
+        return endpoint_info(response.xml, self.endpoint, response.exchange.url)
 
     def list_metadata_formats(self) -> tuple[str, ...]:
         """The metadataPrefixes the repository offers (§4.4), read by our own parsing, under
