@@ -166,7 +166,8 @@ def _render_one(one: dict[str, Any]) -> list[str]:
             lines.append(f"    list {what} ({item['prefix']}): from {item['from'] or '-'}")
     for run in one["runs"]:
         counts = run["counts"]
-        keys = _KEYS_OF.get(run["mode"], _RUN_KEYS)
+        records = counts.get("mode") == "records"  # an auto run that turned to records mode
+        keys = _RECORDS_RUN_KEYS if records else _KEYS_OF.get(run["mode"], _RUN_KEYS)
         done = _pairs({k: counts[k] for k in keys if k in counts}) or "unfinished"
         lines.append(f"  run {run['start']} .. {run['end'] or '?'} {run['mode']}: {done}")
     return lines

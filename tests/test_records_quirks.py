@@ -186,3 +186,6 @@ def test_status_json_of_a_records_collection(
     assert main(["status", str(out), "--json"]) == 0
     resources = json.loads(capsys.readouterr().out)["collections"][0]["resources"]
     assert resources["records_archived"] == 12
+    assert main(["status", str(out)]) == 0
+    (run,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  run ")]
+    assert "records=12 unchanged_records=0 deleted=0 broken=0 lists_failed=0" in run  # auto mode
