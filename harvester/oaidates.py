@@ -86,8 +86,8 @@ def response_date(text: str, where: str) -> tuple[str, bool]:
     harvester.exceptions.ProtocolError: u: bad OAI-PMH datestamp '2023-03-30 16:02'
     """
     value = text.strip()
-    if _DATE_PATTERNS[SECONDS].fullmatch(value):
-        checked_datestamp(value, where)
+    if any(pattern.fullmatch(value) for pattern in _DATE_PATTERNS.values()):
+        checked_datestamp(value, where)  # a day's too, as the harvester always took it
         return value, False
     if _OFFSET_TIME.fullmatch(value):
         try:

@@ -41,10 +41,11 @@ from harvester.clock import utcnow
 from harvester.exceptions import BadResumptionToken, NoRecordsMatch, ProtocolError
 from harvester.exchange import HttpExchange
 from harvester.limits import oai_limits
-from harvester.oai import EndpointInfo, note_offset, overlap_from
+from harvester.oai import EndpointInfo, overlap_from
 from harvester.oaiconnection import kept_alive
 from harvester.oaidates import DAY
 from harvester.oaihttp import Http
+from harvester.oaiidentify import note_offset
 from harvester.records.pages import RecordsPage, read_page
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import ListKey
