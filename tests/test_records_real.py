@@ -8,6 +8,8 @@ command as the README shows it, against :mod:`tests.replay_repo` on loopback.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -148,3 +150,26 @@ def test_zenodo_metadata_prefix_all_reads_list_metadata_formats(
     assert code == 3 and summary["records"] + summary["deleted"] == ZENODO_IDS, err
     asked = {q.split("metadataPrefix=")[1] for q, _f in log if "ListRecords&metadataPrefix=" in q}
     assert {"oai_dc", "datacite", "marcxml"} <= asked
+
+
+def test_zenodo_as_the_readme_shows_it(tmp_path: Path) -> None:
+    """``harvester harvest URL --out DIR`` twice, in a process of its own, default flags: the
+    run line names the records, the rerun's 422 noRecordsMatch is an empty list, exit 0."""
+    out = tmp_path / "repo"
+    argv = [sys.executable, "-m", "harvester.cli", "harvest"]
+    with zenodo(otherwise={"from": "listrecords-from-future.xml"}) as server:
+        runs = [
+            subprocess.run(
+                [*argv, server.url + ENDPOINT, "--out", str(out)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            for _ in range(2)
+        ]
+    first, again = (run.stdout.strip().splitlines()[-1] for run in runs)
+    assert [run.returncode for run in runs] == [0, 0], [run.stderr for run in runs]
+    assert first.startswith("records=8  unchanged_records=0  deleted=1  broken=0  lists_failed=0")
+    assert again.startswith("records=0  unchanged_records=0  deleted=0  broken=0  lists_failed=0")
+    assert "Traceback" not in "".join(run.stderr for run in runs)
