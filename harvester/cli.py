@@ -260,24 +260,37 @@ def verify(folders: tuple[Path, ...], quiet: bool, as_json: bool) -> int:
 @click.option("--deleted", is_flag=True, help="List deleted URLs too, marked.")
 @_JSON
 def urls(site_url: str, oai: str | None, set_spec: str | None, deleted: bool, as_json: bool) -> int:
-    """List every URL of SITE_URL as its provider lists it, archiving nothing."""
-    from harvester.listurls import find_source
+    """List every URL of SITE_URL as its provider lists it, archiving nothing. A records
+    repository's identifiers (oai:..., hdl:...), which are not URLs, are listed as such."""
+    from harvester.listurls import find_source, is_url
 
     _check_site_url(site_url)
     source = find_source(site_url, oai, set_spec)
-    count = 0
+    count = others = 0
     for item in source.urls():
         if item.deleted and not deleted:
             continue
-        count += not item.deleted
+        url = is_url(item.identifier)
+        count += url and not item.deleted
+        others += not url and not item.deleted
         if as_json:
-            line = {"url": item.identifier, "datestamp": item.datestamp, "deleted": item.deleted}
-            click.echo(json.dumps({**line, "sets": list(item.set_specs)}))
+            line = {"url": item.identifier if url else None, "identifier": item.identifier}
+            when = {"datestamp": item.datestamp, "deleted": item.deleted}
+            click.echo(json.dumps({**line, **when, "sets": list(item.set_specs)}))
         else:
             click.echo(("deleted " if item.deleted else "") + item.identifier)
     if not as_json:
-        click.echo(f"{count} URLs from {source.name}", err=True)
+        click.echo(_listed_line(count, others, source.name), err=True)
     return ExitCode.OK
+
+
+def _listed_line(urls: int, others: int, source: str) -> str:
+    """What ``urls`` printed, on stderr: URLs, and identifiers that are not URLs."""
+    if not others:
+        return f"{urls} URLs from {source}"
+    what = f"{others} identifiers that are not URLs (a records repository"
+    what += "; `harvester harvest` ingests its records)"
+    return f"{urls} URLs and {what} from {source}" if urls else f"{what} from {source}"
 
 
 @cli.command()
@@ -366,7 +379,8 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
     keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "abandoned")
     keys += ("bytes", "seconds", "coverage")
     if summary.get("records") or summary.get("mode") == "records":
-        keys = ("records", "deleted", "broken", "fetched", "unchanged", "failed", "seconds")
+        keys = ("records", "unchanged_records", "deleted", "broken", "lists_failed")
+        keys += ("fetched", "unchanged", "failed", "seconds")  # fetched...: linked resources
     elif summary.get("endpoint") is None:  # a crawl: what it refused and how the seen-test did
         keys = (*keys[1:], "refused", "seen_hit_rate")
     click.echo("  ".join(f"{k}={summary[k]}" for k in keys))

@@ -47,7 +47,7 @@ def discover(settings: HarvestSettings, state: State) -> EndpointInfo | Resource
         return _resourcesync(settings, state)
     if info is None:
         raise DiscoveryError(
-            f"no OAI-PMH endpoint at {settings.site_url.rstrip('/')}/oai or /modoai; "
+            f"no OAI-PMH endpoint at {where_probed(settings.site_url)}; "
             "give one with --oai, or crawl with --mode crawl"
         )
     log.info("OAI-PMH endpoint %s (granularity %s)", info.endpoint, info.granularity)
@@ -95,14 +95,35 @@ def _identify(settings: HarvestSettings) -> EndpointInfo | None:
     if settings.oai:
         with OAIClient(settings.oai, limits=oai_limits(settings)) as client:
             return client.identify()
-    # A URL with a path may be an endpoint itself (DSpace's /oai/request, EPrints'
-    # /cgi/oai2): asked first, so a repository answering under every path of its prefix is
-    # not taken at URL/oai. A site's root is never asked, so a crawl sends nothing more.
-    itself = ("",) if urlsplit(settings.site_url).path.strip("/") else ()
-    paths = (*itself, "/oai", "/modoai")
     return probe(
-        settings.site_url, paths=paths, limits=replace(oai_limits(settings), max_retries=1)
+        settings.site_url,
+        paths=probe_paths(settings.site_url),
+        limits=replace(oai_limits(settings), max_retries=1),
     )
+
+
+def probe_paths(site_url: str) -> tuple[str, ...]:
+    """Where an endpoint is looked for below ``site_url``, in order.
+
+    A URL with a path may be an endpoint itself (DSpace's /oai/request, EPrints'
+    /cgi/oai2): asked first, so a repository answering under every path of its prefix is
+    not taken at URL/oai. A site's root is never asked, so a crawl sends nothing more.
+
+    >>> probe_paths("https://repo.example.org/oai/request"), probe_paths("https://a.example/")
+    (('', '/oai', '/modoai'), ('/oai', '/modoai'))
+    """
+    itself = ("",) if urlsplit(site_url).path.strip("/") else ()
+    return (*itself, "/oai", "/modoai")
+
+
+def where_probed(site_url: str) -> str:
+    """The URLs :func:`probe_paths` names, for an error line.
+
+    >>> where_probed("https://r.example/oai2d")
+    'https://r.example/oai2d, https://r.example/oai2d/oai or https://r.example/oai2d/modoai'
+    """
+    places = [site_url.rstrip("/") + path for path in probe_paths(site_url)]
+    return ", ".join(places[:-1]) + " or " + places[-1]
 
 
 def records_mode(settings: HarvestSettings, info: EndpointInfo, state: State) -> bool | None:

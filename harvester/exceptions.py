@@ -15,7 +15,10 @@
     │   ├── BadResumptionToken   restart the list from the saved datestamp (retryable)
     │   └── NoRecordsMatch       nothing to do: not a failure
     ├── ProtocolError            malformed or truncated XML, bad dates, not OAI-PMH at all
+    │   └── EnvelopeError        an OAI-PMH response (by its root) whose envelope is broken
     ├── DiscoveryError           no OAI-PMH endpoint, and crawling is not allowed
+    │   ├── UnusableEndpoint     the URL answers OAI-PMH, but its Identify cannot be used
+    │   └── RecordsRepository    the endpoint's identifiers are not URLs: records mode
     ├── ArchiveError             a WARC or DIDL could not be written or repaired
     ├── FetchProcessError        a process fetching a share of the list ended early
     ├── StateError               the state database is unusable
@@ -83,9 +86,9 @@ class OAIError(HarvestError):
 
     @classmethod
     def for_code(cls, code: str, message: str) -> OAIError:
-        """The exception class named by the provider's error code."""
+        """The exception of the provider's error code, with ``message`` (which names it)."""
         sub = next((s for s in cls.__subclasses__() if s.code == code), None)
-        return (sub or ProtocolErrorCode)(message if sub else f"{code}: {message}")
+        return (sub or ProtocolErrorCode)(message)
 
 
 class BadArgument(OAIError):
@@ -132,8 +135,18 @@ class ProtocolError(HarvestError):
     """The answer is not well-formed OAI-PMH: bad or truncated XML, bad dates."""
 
 
+class EnvelopeError(ProtocolError):
+    """An OAI-PMH response, by its root element, whose envelope (§3.2) is broken: no or a bad
+    ``responseDate``, no element of the verb asked for."""
+
+
 class DiscoveryError(HarvestError):
     """No OAI-PMH endpoint was found and the mode does not allow crawling."""
+
+
+class UnusableEndpoint(DiscoveryError):
+    """The URL answers OAI-PMH, but its Identify cannot be used (an OAI-PMH error, a broken
+    envelope): the cause is named, and the URL is neither probed further nor crawled."""
 
 
 class RecordsRepository(DiscoveryError):

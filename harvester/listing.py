@@ -29,6 +29,7 @@ from harvester.exceptions import (
     BadResumptionToken,
     CannotDisseminateFormat,
     NoRecordsMatch,
+    ProtocolError,
     RecordsRepository,
 )
 from harvester.limits import oai_limits
@@ -119,9 +120,12 @@ class Lister:
         before = token  # the token that asked for the page at hand
         asked = time.monotonic()
         try:
-            for listed, page_token, response_date, page in self._fetch(from_, key.set_spec, token):
+            fetched = self._fetch(from_, key.set_spec, token)
+            for listed, broken, page_token, response_date, page in fetched:
                 waited = time.monotonic() - asked
                 self._decide(key, listed)
+                if broken:  # a mod_oai site's list: each header is a resource's URL
+                    raise ProtocolError(broken[0])
                 # A page of oai_didl records is archived before the list moves past it: until
                 # then the saved position still asks for it, so a run stopped in between lists
                 # it (and archives its exchange) again.
@@ -151,7 +155,8 @@ class Lister:
 
     def _decide(self, key: ListKey, listed: list[Listed]) -> None:
         """On the first page an endpoint ever lists: a mod_oai site's identifiers are its
-        files' URLs; anything else is a repository to ingest in records mode."""
+        files' URLs; anything else is a repository to ingest in records mode. A header left
+        out as broken does not decide."""
         if not self._deciding or not listed:
             return
         first = listed[0].identifier
@@ -171,7 +176,10 @@ class Lister:
 
     def _fetch(
         self, from_: str | None, set_spec: str | None, token: str | None
-    ) -> Iterator[tuple[list[Listed], str | None, str, CarriedPage | None]]:
+    ) -> Iterator[tuple[list[Listed], tuple[str, ...], str | None, str, CarriedPage | None]]:
+        """Each page: its headers, the broken ones (``get``: decided on, not raised, so
+        that a records repository's broken header is one broken record there), its token,
+        responseDate and the carried page (``didl``)."""
         args = {
             "from_": None if token else from_,
             "set_spec": None if token else set_spec,
@@ -193,10 +201,11 @@ class Lister:
                     for page in ready:
                         raw = page.raw
                         listed = [_listed(r.header) for r in raw.records]
-                        yield listed, raw.token, raw.response_date, page
+                        yield listed, (), raw.token, raw.response_date, page
             else:
                 for ids in client.list_identifiers(metadata_prefix="oai_dc", **args):
-                    yield [_listed(h) for h in ids.headers], ids.token, ids.response_date, None
+                    listed = [_listed(h) for h in ids.headers]
+                    yield listed, ids.broken, ids.token, ids.response_date, None
 
     # -- the didl strategy -------------------------------------------------------------
 

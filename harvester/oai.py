@@ -1,4 +1,5 @@
-"""The harvester's one seam to OAI-PMH 2.0: Identify, ListIdentifiers and ListRecords.
+"""The harvester's one seam to OAI-PMH 2.0: Identify, ListMetadataFormats, ListIdentifiers
+and ListRecords.
 
 The protocol model is sickle's (:class:`sickle.Sickle`, :class:`sickle.response.OAIResponse`,
 the ``Header`` and ``ResumptionToken`` models); the HTTP underneath is our own,
@@ -6,7 +7,8 @@ in :meth:`SafeSickle.harvest`, because an OAI-PMH response is untrusted input. T
 HTTP exchange, the safe XML parser and the envelope check live in :mod:`harvester.oaihttp`
 (retries, redirects, size and time limits, no entities, no DTD); the datestamp helpers (§3.3),
 pure functions, in :mod:`harvester.oaidates`; the values a response is read into, in
-:mod:`harvester.oaimodels`. Together these ``oai*`` modules are the only
+:mod:`harvester.oaimodels`; Identify read for what is usable of it, in
+:mod:`harvester.oaiidentify`. Together these ``oai*`` modules are the only
 code that talks OAI-PMH.
 
 - The tree parsed safely is what sickle's models see: :class:`SafeOAIResponse` hands it out
@@ -18,7 +20,8 @@ code that talks OAI-PMH.
 
 Lists are exposed page by page (§3.5) with their ``responseDate`` and the next token, so the
 caller can persist its position after each page and resume with the token in a new client.
-A list that does not end is stopped with a ProtocolError naming the page's URL
+ListMetadataFormats is read by our own parsing under the same guard, should a repository hand
+out tokens for it. A list that does not end is stopped with a ProtocolError naming the page's URL
 (:class:`harvester.oaiguard.ListGuard`), as sickle would loop forever: a token used before in
 the same list (``A, B, A``); 10 pages in a row that bring no new identifier yet hand out a
 token; or, with a token still handed out, more than twice the declared ``completeListSize``
@@ -42,13 +45,19 @@ from sickle.response import OAIResponse
 
 from coop_common.component import Component
 from harvester.clock import utcnow
-from harvester.exceptions import HarvestError, ProtocolError
+from harvester.exceptions import (
+    EnvelopeError,
+    HarvestError,
+    NoMetadataFormats,
+    OAIError,
+    ProtocolError,
+    UnusableEndpoint,
+)
 from harvester.exchange import HttpExchange
 from harvester.limits import OAILimits, oai_limits
 from harvester.oaiconnection import kept_alive
 from harvester.oaidates import (
     DAY,
-    GRANULARITIES,
     SECONDS,
     checked_datestamp,
     format_for_granularity,
@@ -57,6 +66,7 @@ from harvester.oaidates import (
 )
 from harvester.oaiguard import ListGuard
 from harvester.oaihttp import ACCEPT_ENCODING, OAI_NS, Http, check_envelope, parse_oai_xml
+from harvester.oaiidentify import endpoint_info, note_offset
 from harvester.oaimodels import EndpointInfo, ListedHeader, ListPage, RawPage, RawRecord
 from harvester.oaitransport import SessionTransport, Transport
 from harvester.settings import defaults
@@ -81,11 +91,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _OAI = "{" + OAI_NS + "}"
-DELETED_RECORD_POLICIES = ("no", "transient", "persistent")
 
-_IDENTIFIERS = {  # where each list verb's page holds its identifiers
+_FORMATS = f"{_OAI}ListMetadataFormats/{_OAI}metadataFormat"
+_IDENTIFIERS = {  # where each list verb's page holds its identifiers (the guard's)
     "ListIdentifiers": f"{_OAI}ListIdentifiers/{_OAI}header/{_OAI}identifier",
     "ListRecords": f"{_OAI}ListRecords/{_OAI}record/{_OAI}header/{_OAI}identifier",
+    "ListMetadataFormats": f"{_FORMATS}/{_OAI}metadataPrefix",
 }
 
 
@@ -124,30 +135,14 @@ class SafeSickle(Sickle):  # type: ignore[misc]
         """One OAI-PMH request; raises our exceptions for OAI errors and bad responses."""
         exchange = self._http.get(self.endpoint, kwargs)
         root = parse_oai_xml(exchange.content, exchange.url)
-        date = check_envelope(root, kwargs.get("verb", ""), exchange.url)
+        date, sent = check_envelope(root, kwargs.get("verb", ""), exchange.url, exchange.status)
+        if sent is not None:
+            note_offset(self.endpoint, sent, date)
         log.debug("%s %s: %d bytes", kwargs.get("verb"), exchange.url, len(exchange.body))
         return SafeOAIResponse(exchange, kwargs, root, date)
 
 
 # -- the client -----------------------------------------------------------------------
-
-
-def _required_text(element: etree._Element, name: str, url: str) -> str:
-    value = (element.findtext(_OAI + name) or "").strip()
-    if not value:
-        raise ProtocolError(f"{url}: <{element.tag.rpartition('}')[2]}> without <{name}>")
-    return value
-
-
-def _texts(element: etree._Element, name: str) -> tuple[str, ...]:
-    found = ((child.text or "").strip() for child in element.iterfind(_OAI + name))
-    return tuple(text for text in found if text)
-
-
-def _one_of(value: str, allowed: tuple[str, ...], what: str, url: str) -> str:
-    if value not in allowed:
-        raise ProtocolError(f"{url}: {what} {value!r} is not one of {', '.join(allowed)}")
-    return value
 
 
 def _listed_header(element: etree._Element | None, url: str) -> ListedHeader:
@@ -235,26 +230,27 @@ class OAIClient(Component):
         self.sickle = SafeSickle(endpoint, http)
 
     def identify(self) -> EndpointInfo:
-        """The repository's self-description (§4.2), checked for what harvesting needs."""
+        """The repository's self-description (§4.2), what is usable of it
+        (:func:`~harvester.oaiidentify.endpoint_info`)."""
         response = self.sickle.harvest(verb="Identify")
-        # Not sickle's Identify model: it setattr()s every descendant's tag name, so a
-        # <__class__> in a <description> would raise TypeError instead of a ProtocolError.
-        element, url = response.xml.find(_OAI + "Identify"), response.exchange.url
-        granularity = _required_text(element, "granularity", url)
-        earliest = _required_text(element, "earliestDatestamp", url)
-        checked_datestamp(earliest, f"{url}: bad earliestDatestamp")
-        deleted = _required_text(element, "deletedRecord", url)
-        version = _required_text(element, "protocolVersion", url)
-        return EndpointInfo(
-            endpoint=self.endpoint,
-            base_url=_required_text(element, "baseURL", url),
-            repository_name=_required_text(element, "repositoryName", url),
-            granularity=_one_of(granularity, GRANULARITIES, "granularity", url),
-            deleted_record=_one_of(deleted, DELETED_RECORD_POLICIES, "deletedRecord", url),
-            earliest_datestamp=earliest,
-            protocol_version=_one_of(version, ("2.0",), "protocolVersion", url),
-            compression=_texts(element, "compression"),
-        )
+        return endpoint_info(response.xml, self.endpoint, response.exchange.url)
+
+    def list_metadata_formats(self) -> tuple[str, ...]:
+        """The metadataPrefixes the repository offers (§4.4), read by our own parsing, under
+        the lists' guard should it hand out resumption tokens; a format without a
+        ``<metadataPrefix>`` is warned about and left out. Empty for noMetadataFormats."""
+        found: list[str] = []
+        try:
+            for response, _resumption in self._pages("ListMetadataFormats", {}):
+                url = response.exchange.url
+                for element in response.xml.iterfind(_FORMATS):
+                    prefix = (element.findtext(_OAI + "metadataPrefix") or "").strip()
+                    if not prefix:
+                        log.warning("%s: a <metadataFormat> without <metadataPrefix>", url)
+                    found.append(prefix)
+        except NoMetadataFormats:
+            return ()
+        return tuple(dict.fromkeys(p for p in found if p))
 
     def list_identifiers(
         self,
@@ -268,14 +264,22 @@ class OAIClient(Component):
         """ListIdentifiers (§4.3), one page at a time; continues a list given its token.
 
         Raises NoRecordsMatch when the selection is empty, BadResumptionToken when the
-        provider refuses a token (restart from the saved datestamp).
+        provider refuses a token (restart from the saved datestamp). A header without an
+        identifier or with a bad datestamp is left out of ``headers`` and named in ``broken``:
+        the caller judges what it means.
         """
         args = _list_args(metadata_prefix, from_, until, set_spec, resumption_token)
         for response, resumption in self._pages("ListIdentifiers", args):
             url = response.exchange.url
-            elements = response.xml.iterfind(f"{_OAI}ListIdentifiers/{_OAI}header")
+            headers, broken = [], []
+            for element in response.xml.iterfind(f"{_OAI}ListIdentifiers/{_OAI}header"):
+                try:
+                    headers.append(_listed_header(element, url))
+                except ProtocolError as exc:
+                    broken.append(str(exc))
             yield ListPage(
-                headers=tuple(_listed_header(e, url) for e in elements),
+                headers=tuple(headers),
+                broken=tuple(broken),
                 response_date=response.response_date,
                 token=resumption.token,
                 cursor=resumption.cursor,
@@ -341,7 +345,9 @@ def probe(
 ) -> EndpointInfo | None:
     """The first of ``site_url + path`` that answers a well-formed Identify, or None.
 
-    Anything else at a path (404, HTML, garbage, a timeout, an OAI error) means: try the next.
+    Anything else at a path (404, HTML, garbage, a timeout) means: try the next; but a path
+    that answers OAI-PMH without a usable Identify raises :class:`UnusableEndpoint` (it is
+    the endpoint, broken: neither another path nor a crawl is what was meant).
     """
     base = site_url.rstrip("/")
     for path in paths:
@@ -349,6 +355,10 @@ def probe(
         with OAIClient(endpoint, **client_kwargs) as client:
             try:
                 return client.identify()
+            except (OAIError, EnvelopeError) as exc:
+                raise UnusableEndpoint(
+                    f"{endpoint} answers OAI-PMH, but its Identify is unusable: {exc}"
+                ) from None
             except HarvestError as exc:
                 log.info("no OAI-PMH endpoint at %s: %s", endpoint, exc)
     return None

@@ -2,10 +2,12 @@
 
 A UTCdatetime comes in one of two granularities, ``YYYY-MM-DD`` or ``YYYY-MM-DDThh:mm:ssZ``
 (§3.3.1); a repository declares which one its ``from``/``until`` arguments take in Identify
-(§4.2). Anything else in a response (an offset, a missing ``Z``, 30 February) is a
-:class:`~harvester.exceptions.ProtocolError`. An incremental harvest starts one granularity
-unit before the last ``responseDate``, so nothing changed in that same second (or day) is
-missed.
+(§4.2). Anything else in a datestamp (an offset, a missing ``Z``, 30 February) is a
+:class:`~harvester.exceptions.ProtocolError`. A ``responseDate`` is read more leniently
+(:func:`response_date`): real installations send one with a UTC offset
+(``2023-03-30T16:02:12+05:45``), which is converted to UTC. An incremental harvest starts one
+granularity unit before the last ``responseDate``, so nothing changed in that same second (or
+day) is missed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ _DATE_PATTERNS = {
     SECONDS: re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"),
 }
 _UNITS = {DAY: timedelta(days=1), SECONDS: timedelta(seconds=1)}
+# ISO 8601 with an offset (or Z), fractions of a second allowed: what sickle would take.
+_OFFSET_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})"
+)
 
 
 @functools.lru_cache(maxsize=1024)  # a list's datestamps repeat: a refresh stamps many alike
@@ -63,6 +69,34 @@ def checked_datestamp(text: str, where: str) -> datetime:
         return parse_oai_datestamp(text)
     except ProtocolError as exc:
         raise ProtocolError(f"{where}: {exc}") from None
+
+
+def response_date(text: str, where: str) -> tuple[str, bool]:
+    """A ``responseDate`` (§3.2) as a UTCdatetime in seconds, and whether it had to be
+    converted (an offset or fractions of a second); ProtocolError, led by ``where``, for
+    anything that is no ISO 8601 time at all.
+
+    >>> response_date("2024-05-10T12:30:00Z", "u")
+    ('2024-05-10T12:30:00Z', False)
+    >>> response_date("2023-03-30T16:02:12+05:45", "u")
+    ('2023-03-30T10:17:12Z', True)
+    >>> response_date("2023-03-30 16:02", "u")
+    Traceback (most recent call last):
+    ...
+    harvester.exceptions.ProtocolError: u: bad OAI-PMH datestamp '2023-03-30 16:02'
+    """
+    value = text.strip()
+    if any(pattern.fullmatch(value) for pattern in _DATE_PATTERNS.values()):
+        checked_datestamp(value, where)  # a day's too, as the harvester always took it
+        return value, False
+    if _OFFSET_TIME.fullmatch(value):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return format_for_granularity(moment, SECONDS), True
+    raise ProtocolError(f"{where}: bad OAI-PMH datestamp {text!r}")
 
 
 def format_for_granularity(moment: datetime, granularity: str) -> str:

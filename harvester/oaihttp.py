@@ -16,6 +16,10 @@ An OAI-PMH response is untrusted input, so the client's HTTP is our own rather t
   decoding, so a compression bomb costs no more than that), with connect/read timeouts and
   an overall deadline per request, its retries and their waits included: a body read as it
   arrives, so a server trickling one byte a second is stopped at the deadline too.
+- **HTTP errors carrying OAI-PMH**: a 4xx or 5xx answer (but 429 and 503) whose body is an
+  OAI-PMH ``<error>`` is that OAI-PMH answer (InvenioRDM, Zenodo: every error with 422), read
+  and archived as any other; a 403 stops with an error saying the repository refuses the
+  harvester (the OAI-PMH harvester guidelines).
 - **Retries** (§3.1.2.2): 429, 5xx, resets and timeouts are retried up to ``max_retries``
   times with exponential back-off and jitter, honouring ``Retry-After`` as delta-seconds or
   as an HTTP-date (:mod:`harvester.retries`), each wait capped at ``max_wait``; then
@@ -47,6 +51,7 @@ from lxml import etree
 from urllib3.exceptions import HTTPError as Urllib3Error
 
 from harvester.exceptions import (
+    EnvelopeError,
     OAIError,
     PermanentFetchError,
     ProtocolError,
@@ -54,7 +59,7 @@ from harvester.exceptions import (
 )
 from harvester.exchange import HttpExchange, protocol
 from harvester.limits import OAILimits
-from harvester.oaidates import checked_datestamp
+from harvester.oaidates import response_date
 from harvester.oaitransport import Response, Transport
 from harvester.redirects import REDIRECT_STATUSES
 from harvester.retries import backoff_delay, transient_error
@@ -65,6 +70,8 @@ OAI_NS = "http://www.openarchives.org/OAI/2.0/"
 _OAI = "{" + OAI_NS + "}"
 
 MAX_REDIRECTS = 5
+# §3.1.2.2: "come back later"; retried whatever the body says (harvester guidelines).
+RETRY_LATER = (429, 503)
 CHUNK_SIZE = 1024 * 1024  # the most a read takes: few reads (GIL round trips) for a large page
 # §3.1.3: a harvester that sends Accept-Encoding must list identity with a non-zero qvalue.
 ACCEPT_ENCODING = "gzip, deflate, identity"
@@ -103,21 +110,43 @@ def parse_oai_xml(content: bytes, url: str) -> etree._Element:
     return root
 
 
-def check_envelope(root: etree._Element, verb: str, url: str) -> str:
-    """The responseDate of a §3.2 response envelope, after checking its shape."""
+def check_envelope(
+    root: etree._Element, verb: str, url: str, status: int = 200
+) -> tuple[str, str | None]:
+    """The responseDate of a §3.2 response envelope, after checking its shape: in UTC
+    (:func:`~harvester.oaidates.response_date`), with the text as sent when it had to be
+    converted (else None). An ``<error>`` raises its code's :class:`OAIError`, whose message
+    names the code, and the HTTP ``status`` when it is not 200."""
     if root.tag != _OAI + "OAI-PMH":
         raise ProtocolError(f"{url}: not an OAI-PMH response (root element {root.tag!r})")
-    date = root.findtext(_OAI + "responseDate")
-    if not date:
-        raise ProtocolError(f"{url}: OAI-PMH response without responseDate")
-    checked_datestamp(date, f"{url}: bad responseDate")
+    sent = root.findtext(_OAI + "responseDate")
+    if not sent:
+        raise EnvelopeError(f"{url}: OAI-PMH response without responseDate")
+    try:
+        date, converted = response_date(sent, f"{url}: bad responseDate")
+    except ProtocolError as exc:
+        raise EnvelopeError(str(exc)) from None
     error = root.find(_OAI + "error")
     if error is not None:
-        code = error.get("code", "")
-        raise OAIError.for_code(code, f"{(error.text or code).strip()} ({url})")
+        code, text = error.get("code", "").strip(), (error.text or "").strip()
+        where = url if status == 200 else f"HTTP {status} from {url}"
+        raise OAIError.for_code(code, f"{code or '(no code)'}: {text or code} ({where})")
     if root.find(_OAI + verb) is None:
-        raise ProtocolError(f"{url}: OAI-PMH response without a <{verb}> element")
-    return date.strip()
+        raise EnvelopeError(f"{url}: OAI-PMH response without a <{verb}> element")
+    return date, sent.strip() if converted else None
+
+
+def oai_error_body(content: bytes, url: str) -> bool:
+    """Whether ``content`` (the body of an HTTP error answer) is an OAI-PMH response carrying
+    an ``<error>``: InvenioRDM (Zenodo) sends every OAI-PMH error with status 422, and such
+    an answer is read as OAI-PMH, not as a failed transport."""
+    if content.lstrip()[:1] != b"<":
+        return False
+    try:
+        root = parse_oai_xml(content, url)
+    except ProtocolError:
+        return False
+    return root.tag == _OAI + "OAI-PMH" and root.find(_OAI + "error") is not None
 
 
 # -- HTTP -----------------------------------------------------------------------------
@@ -228,13 +257,40 @@ class Http:
         return self.transport.send(url, params, headers, wait)
 
     def _receive(self, response: Response, started: datetime, deadline: float) -> HttpExchange:
+        """The exchange of a 2xx answer, or of a 4xx/5xx one whose body is an OAI-PMH error
+        (read as the answer it is); else the status's error. A 403 stops: the harvester
+        guidelines ask a harvester refused so to stop, not to try again."""
         url, status = response.url, response.status
+        if status == 403:
+            raise PermanentFetchError(
+                f"HTTP 403 {response.reason} from {url}: the repository refuses this"
+                " harvester; stopped (ask its administrator for access)",
+                status,
+            )
+        if 200 <= status < 300:
+            return self._exchange(response, started, deadline)
+        if status >= 400 and status not in RETRY_LATER:
+            answer = self._error_answer(response, started, deadline)
+            if answer is not None:
+                return answer
         retry_after = response.header("Retry-After")
         error = transient_error(status, response.reason, url, retry_after, self._clock())
         if error is not None:
             raise error
-        if not 200 <= status < 300:
-            raise PermanentFetchError(f"HTTP {status} {response.reason} from {url}", status)
+        raise PermanentFetchError(f"HTTP {status} {response.reason} from {url}", status)
+
+    def _error_answer(
+        self, response: Response, started: datetime, deadline: float
+    ) -> HttpExchange | None:
+        """The exchange of an HTTP error whose body is an OAI-PMH ``<error>``, else None."""
+        try:
+            exchange = self._exchange(response, started, deadline)
+        except ProtocolError:  # too large, badly coded: judged by its status alone
+            return None
+        return exchange if oai_error_body(exchange.content, exchange.url) else None
+
+    def _exchange(self, response: Response, started: datetime, deadline: float) -> HttpExchange:
+        url, status = response.url, response.status
         body = self._read_body(response, deadline)
         coding = response.header("Content-Encoding")
         version = response.version  # http.client's 10 or 11

@@ -24,7 +24,7 @@ class EndpointInfo:
 
     endpoint: str
     base_url: str
-    repository_name: str
+    repository_name: str  # "" when it gave none; earliest_datestamp "" when unusable
     granularity: str
     deleted_record: str
     earliest_datestamp: str
@@ -44,13 +44,15 @@ class ListedHeader:
 
 @dataclass(frozen=True)
 class ListPage:
-    """One ListIdentifiers response; ``token`` is None on the last page (§3.5)."""
+    """One ListIdentifiers response; ``token`` is None on the last page (§3.5). ``broken``
+    names each header left out (no identifier, a bad datestamp)."""
 
     headers: tuple[ListedHeader, ...]
     response_date: str
     token: str | None
     cursor: int | None
     complete_list_size: int | None
+    broken: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

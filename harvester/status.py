@@ -2,8 +2,10 @@
 
 Per folder: resources by state status (``archived``, ``pending``, ``failed``…), failures by
 reason, the WARC files and their bytes, the last runs from the run log (``runlog.py``), and
-per site its endpoint (or ``crawl``) with each list's incremental bound. ``unchanged`` is a
-count of the last run (a revisit is archived as far as the state is concerned). Several
+per site its endpoint (or ``crawl``) with each list's incremental bound; a records
+repository's items by status (``records_archived``, ``records_deleted``…). ``unchanged`` is a
+count of the last run (a revisit is archived as far as the state is concerned; in records
+mode, the records listed again as they were, too). Several
 folders (one job spread over several, as scale-out makes them) add up to a ``total``.
 """
 
@@ -75,7 +77,8 @@ def folder_status(collection: Collection, read_state: bool = True) -> dict[str, 
             if state is not None:
                 _read_state(state, result)
     last = runs[-1].counts if runs else {}
-    result["resources"]["unchanged_last_run"] = int(last.get("unchanged", 0))
+    unchanged = int(last.get("unchanged", 0)) + int(last.get("unchanged_records", 0))
+    result["resources"]["unchanged_last_run"] = unchanged
     return result
 
 
@@ -88,6 +91,8 @@ def _read_state(state: State, result: dict[str, Any]) -> None:
         failures.update(reason(s, h, e) for s, h, e in state.failures(site))
         source = state.source(site)
         endpoint = source.endpoint if source else None
+        if endpoint is not None:  # a records repository's items, by their status
+            resources.update({f"records_{k}": n for k, n in state.items.counts(endpoint).items()})
         result["sites"].append(
             {"site": site, "endpoint": endpoint, "mode": "oai" if endpoint else "crawl"}
         )
@@ -161,7 +166,8 @@ def _render_one(one: dict[str, Any]) -> list[str]:
             lines.append(f"    list {what} ({item['prefix']}): from {item['from'] or '-'}")
     for run in one["runs"]:
         counts = run["counts"]
-        keys = _CRAWL_RUN_KEYS if run["mode"] == "crawl" else _RUN_KEYS
+        records = counts.get("mode") == "records"  # an auto run that turned to records mode
+        keys = _RECORDS_RUN_KEYS if records else _KEYS_OF.get(run["mode"], _RUN_KEYS)
         done = _pairs({k: counts[k] for k in keys if k in counts}) or "unfinished"
         lines.append(f"  run {run['start']} .. {run['end'] or '?'} {run['mode']}: {done}")
     return lines
@@ -169,6 +175,8 @@ def _render_one(one: dict[str, Any]) -> list[str]:
 
 _RUN_KEYS = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
 _CRAWL_RUN_KEYS = tuple(key for key in _RUN_KEYS if key != "listed")  # a crawl lists nothing
+_RECORDS_RUN_KEYS = ("records", "unchanged_records", "deleted", "broken", "lists_failed")
+_KEYS_OF = {"crawl": _CRAWL_RUN_KEYS, "oai-records": _RECORDS_RUN_KEYS}
 
 
 def _pairs(values: dict[str, Any]) -> str:

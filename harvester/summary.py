@@ -25,6 +25,7 @@ class Summary:
     known: int = 0
     mode: str | None = None  # oai | records | crawl
     records: int = 0  # records mode: item DIDL records written
+    unchanged_records: int = 0  # records mode: records listed again as they were
     broken: int = 0  # records mode: records left out of their page as broken
     lists_failed: int = 0  # records mode: lists that ended in an error
     endpoint: str | None = None

@@ -13,7 +13,19 @@ answers 503 with that Retry-After), ``expire_page`` (the first time that page's 
 back it is badResumptionToken), ``repeat_page`` (that page's token is the previous page's),
 ``broken`` (that item's record is not well-formed XML), ``size_offset`` (added to
 completeListSize), ``delay`` (seconds before each list page), ``relist`` (the second list page
-carries that item again, changed meanwhile: a later datestamp and a new title). ``GET
+carries that item again, changed meanwhile: a later datestamp and a new title).
+
+Quirks of real repositories (issue 33), off by default too: ``order`` (``"newest-first"``:
+the list sorted newest first, as DOAJ's; ``"shuffled"``: each page of the list holds items
+older than the page before's newest, as InvenioRDM's second page did), ``expire_always``
+(every token is refused), ``error_status`` (the HTTP status of every OAI-PMH error answer,
+as InvenioRDM's 422), ``offset`` (each responseDate sent in that UTC offset, as
+``+05:45``), ``earliest`` (Identify's earliestDatestamp as given, garbage or not),
+``identify_error`` (Identify answered with that OAI-PMH error code), ``headerless`` (that
+item's header has no identifier), ``forbidden_page`` (that list page answers 403) and
+``formats`` (``"odd"``: ListMetadataFormats adds a format without ``<metadataPrefix>`` and one
+with a ``<__class__>`` child; ``"loop"``: it hands out a token naming itself);
+``GET /_quirk?forbidden_page=1&expire_always=1`` turns those two on while it runs. ``GET
 /_change/<n>`` gives item ``n`` today's datestamp and a new title, ``GET /_delete/<n>`` deletes
 it; ``GET /_log`` returns every request path and query as JSON.
 """
@@ -21,6 +33,7 @@ it; ``GET /_log`` returns every request path and query as JSON.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -43,14 +56,47 @@ DC = (
 )
 
 
-def identify(base: str) -> str:
+FORMAT = (
+    "<metadataFormat><metadataPrefix>oai_dc</metadataPrefix>"
+    "<schema>http://www.openarchives.org/OAI/2.0/oai_dc.xsd</schema>"
+    "<metadataNamespace>http://www.openarchives.org/OAI/2.0/oai_dc/"
+    "</metadataNamespace></metadataFormat>"
+)
+ODD_FORMATS = (
+    "<metadataFormat><schema>http://repo.test/no-prefix.xsd</schema></metadataFormat>"
+    "<metadataFormat><metadataPrefix>odd</metadataPrefix><__class__>x</__class__>"
+    "<schema>http://repo.test/odd.xsd</schema></metadataFormat>"
+)
+
+
+def identify(base: str, earliest: str = "2024-05-01") -> str:
     return (
         "<Identify><repositoryName>Quirky repository</repositoryName>"
         f"<baseURL>{base}</baseURL><protocolVersion>2.0</protocolVersion>"
-        "<adminEmail>admin@repo.test</adminEmail><earliestDatestamp>2024-05-01"
+        f"<adminEmail>admin@repo.test</adminEmail><earliestDatestamp>{escape(earliest)}"
         "</earliestDatestamp><deletedRecord>persistent</deletedRecord>"
         "<granularity>YYYY-MM-DD</granularity></Identify>"
     )
+
+
+def metadata_formats(quirk: str | None) -> str:
+    """ListMetadataFormats as ``quirk`` has it; ``loop``'s every answer names itself again."""
+    if quirk == "loop":
+        again = "<resumptionToken>again</resumptionToken>"
+        return f"<ListMetadataFormats>{FORMAT}{again}</ListMetadataFormats>"
+    odd = ODD_FORMATS if quirk == "odd" else ""
+    return f"<ListMetadataFormats>{FORMAT}{odd}</ListMetadataFormats>"
+
+
+def shifted(body: bytes, offset: str) -> bytes:
+    """``body`` with its responseDate sent in the UTC ``offset`` (``+05:45``)."""
+    match = re.search(rb"<responseDate>([^<]+)</responseDate>", body)
+    assert match is not None
+    sign, hours, minutes = offset[0], int(offset[1:3]), int(offset[4:6])
+    delta = timedelta(hours=hours, minutes=minutes) * (1 if sign == "+" else -1)
+    moment = datetime.fromisoformat(match.group(1).decode()) + delta
+    text = moment.replace(tzinfo=None).isoformat(timespec="seconds") + offset
+    return body.replace(match.group(0), f"<responseDate>{text}</responseDate>".encode())
 
 
 def repository(
@@ -63,6 +109,15 @@ def repository(
     size_offset: int = 0,
     delay: float = 0.0,
     relist: int | None = None,
+    order: str | None = None,
+    expire_always: bool = False,
+    error_status: int = 200,
+    offset: str | None = None,
+    earliest: str = "2024-05-01",
+    identify_error: str | None = None,
+    headerless: int | None = None,
+    forbidden_page: int | None = None,
+    formats: str | None = None,
 ) -> WSGIApp:
     lock = threading.Lock()
     stamps = {n: (date(2024, 5, 1) + timedelta(days=n // 3)).isoformat() for n in range(items)}
@@ -70,11 +125,13 @@ def repository(
     deleted: set[int] = set()
     log: list[str] = []
     flags = {"failed": retry_after is None, "expired": expire_page is None}
+    live: dict[str, int | None] = {"forbidden_page": forbidden_page, "expire_always": expire_always}
 
     def header(n: int) -> str:
         status = ' status="deleted"' if n in deleted else ""
+        identifier = "" if n == headerless else f"<identifier>oai:repo.test:{n}</identifier>"
         return (
-            f"<header{status}><identifier>oai:repo.test:{n}</identifier>"
+            f"<header{status}>{identifier}"
             f"<datestamp>{stamps[n]}</datestamp><setSpec>col_{n % 2}</setSpec></header>"
         )
 
@@ -102,8 +159,12 @@ def repository(
 
     def selected(args: dict[str, str]) -> list[int]:
         lo, hi, spec = args.get("from", ""), args.get("until", "9999"), args.get("set")
-        order = sorted(range(items), key=lambda n: (stamps[n], n))
-        return [n for n in order if lo <= stamps[n] <= hi and (spec in (None, f"col_{n % 2}"))]
+        ordered = sorted(
+            range(items), key=lambda n: (stamps[n], n), reverse=order == "newest-first"
+        )
+        if order == "shuffled":  # each page's items older than the page before's newest
+            ordered = [ordered[i] for i in sorted(range(items), key=lambda i: (i % 2, i))]
+        return [n for n in ordered if lo <= stamps[n] <= hi and (spec in (None, f"col_{n % 2}"))]
 
     def list_records(args: dict[str, str], base: str, verb: str) -> str:
         token = args.pop("resumptionToken", None)
@@ -112,7 +173,7 @@ def repository(
             query, _, number = token.rpartition("|")
             args = dict(p.split("=", 1) for p in query.split("&") if p)
             page = int(number)
-            if page == expire_page and not flags["expired"]:
+            if live["expire_always"] or (page == expire_page and not flags["expired"]):
                 flags["expired"] = True
                 return error_element("badResumptionToken", "expired")
         if args.get("metadataPrefix") != "oai_dc":
@@ -147,21 +208,27 @@ def repository(
             return _respond(
                 start_response, b"busy", "503 Busy", "text/plain", [("Retry-After", wait)]
             )
+        if live["forbidden_page"] is not None and verb == "ListRecords":
+            token = args.get("resumptionToken", "|0")
+            if int(token.rpartition("|")[2]) == live["forbidden_page"]:
+                return _respond(start_response, b"<h1>Forbidden</h1>", "403 Forbidden", "text/html")
         if verb == "Identify":
-            inner = identify(base + "/oai")
+            inner = identify(base + "/oai", earliest)
+            if identify_error is not None:
+                inner = error_element(identify_error, "not here")
         elif verb in ("ListRecords", "ListIdentifiers"):
             time.sleep(delay if verb == "ListRecords" else 0.0)
             inner = list_records(dict(args), base, verb)
         elif verb == "ListMetadataFormats":
-            inner = (
-                "<ListMetadataFormats><metadataFormat><metadataPrefix>oai_dc</metadataPrefix>"
-                "<schema>http://www.openarchives.org/OAI/2.0/oai_dc.xsd</schema>"
-                "<metadataNamespace>http://www.openarchives.org/OAI/2.0/oai_dc/"
-                "</metadataNamespace></metadataFormat></ListMetadataFormats>"
-            )
+            inner = metadata_formats(formats)
         else:
             inner = error_element("badVerb", verb)
-        return _respond(start_response, envelope(base + "/oai", {"verb": verb, **args}, inner))
+        body = envelope(base + "/oai", {"verb": verb, **args}, inner)
+        body = body if offset is None else shifted(body, offset)
+        status = "200 OK"
+        if inner.startswith("<error") and error_status != 200:
+            status = f"{error_status} Unprocessable Entity"
+        return _respond(start_response, body, status)
 
     def resource(environ: Environ, start_response: StartResponse, path: str) -> list[bytes]:
         base = f"http://{environ['HTTP_HOST']}"
@@ -207,6 +274,9 @@ def repository(
                 n = int(path.rsplit("/", 1)[1])
                 stamps[n] = datetime.now(UTC).date().isoformat()
                 deleted.add(n)
+                return _respond(start_response, b"ok", content_type="text/plain")
+            if path == "/_quirk":  # turned on at run time: the same endpoint, now quirky
+                live.update({k: int(v) for k, v in _args(environ).items() if k in live})
                 return _respond(start_response, b"ok", content_type="text/plain")
             if path == "/_log":
                 return _respond(

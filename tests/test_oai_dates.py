@@ -116,3 +116,32 @@ def test_parse_raises_only_value_error(text: str) -> None:
         return
     assert format_datestamp(epoch).startswith(text[:10])
     assert granularity in ("day", "seconds")
+
+
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        ("2023-03-30T16:02:12Z", ("2023-03-30T16:02:12Z", False)),
+        ("2023-03-30", ("2023-03-30", False)),  # a day, as taken before
+        ("2023-03-30T16:02:12+05:45", ("2023-03-30T10:17:12Z", True)),  # a real installation's
+        ("2023-03-30T16:02:12+0545", ("2023-03-30T10:17:12Z", True)),
+        ("2023-03-30T23:30:00-03:00", ("2023-03-31T02:30:00Z", True)),
+        ("2023-03-30T16:02:12.987Z", ("2023-03-30T16:02:12Z", True)),
+        ("2023-03-30T16:02:12+00:00", ("2023-03-30T16:02:12Z", True)),
+    ],
+)
+def test_harvester_reads_a_response_date_with_an_offset_in_utc(
+    sent: str, expected: tuple[str, bool]
+) -> None:
+    from harvester.oaidates import response_date
+
+    assert response_date(sent, "u") == expected
+
+
+@pytest.mark.parametrize("sent", ["2023-03-30T16:02", "2023-02-30T16:02:12+05:45", "x"])
+def test_harvester_refuses_a_response_date_that_is_no_time(sent: str) -> None:
+    from harvester.exceptions import ProtocolError
+    from harvester.oaidates import response_date
+
+    with pytest.raises(ProtocolError, match="bad OAI-PMH datestamp"):
+        response_date(sent, "u")

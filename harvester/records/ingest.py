@@ -86,10 +86,11 @@ class Ingest:
         self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
         self.started = datetime.now(UTC).timestamp()
         self._builder: DidlBuilders | None = None
+        self._pages_read = 0  # list pages read in this run, over every list
 
     async def run(self) -> None:
-        """List every list, settle every item; raise HarvestError if nothing was archived
-        because the repository failed."""
+        """List every list, settle every item; raise HarvestError if a list failed and no
+        list page at all was read (an OAI-PMH error answer is none, though archived)."""
         keys = self.keys()
         single = len(self.prefixes) == 1
         lister = RecordLister(self.settings, self.endpoint, self.recorder)
@@ -109,9 +110,9 @@ class Ingest:
         await self._settle(self.items.unsettled(self.endpoint.endpoint, before=self.started))
         if not self.settings.until_date:
             self.state.lists.advance(done, None)
-        if len(done) < len(keys) and not (self.summary.records or self.summary.deleted):
+        if len(done) < len(keys) and not self._pages_read:
             raise HarvestError(
-                f"nothing archived from {self.endpoint.endpoint}: "
+                f"no list page read from {self.endpoint.endpoint}: "
                 + "; ".join(self.summary.errors[-3:])
             )
 
@@ -128,9 +129,11 @@ class Ingest:
 
     def _all_formats(self) -> tuple[str, ...]:
         with OAIClient(self.endpoint.endpoint, limits=oai_limits(self.settings)) as client:
-            found = [f.metadataPrefix for f in client.sickle.ListMetadataFormats()]
+            found = client.list_metadata_formats()
+        if not found:
+            raise HarvestError(f"{self.endpoint.endpoint} offers no metadata format to list")
         log.info("metadata formats of %s: %s", self.endpoint.endpoint, ", ".join(found))
-        return tuple(dict.fromkeys(p.strip() for p in found if p and p.strip()))
+        return found
 
     # -- one list ----------------------------------------------------------------------
 
@@ -168,6 +171,7 @@ class Ingest:
                 self._write_built(building.pop(0), newer=building)
             self.summary.broken += len(outcome.broken)
             self.summary.errors += outcome.broken
+            self._pages_read += outcome.pages
         if outcome.complete:
             self.state.lists.finish(key)
         return outcome.complete
@@ -197,6 +201,7 @@ class Ingest:
         items, fresh = [], {}
         for header, xml, outcome in zip(headers, page.metadata, outcomes, strict=True):
             if outcome == "unchanged":
+                self.summary.unchanged_records += 1
                 continue
             status = _STATUS[outcome]
             items.append(Item(header.identifier, header.datestamp, header.set_specs, status, None))

@@ -10,9 +10,14 @@ thread, while the page before is stored). Then:
 
 - 503 (or 429) with ``Retry-After`` in seconds or as an HTTP-date is waited out and retried
   by :class:`harvester.oaihttp.Http`;
-- ``badResumptionToken`` (an expired token) restarts the list ``from`` the latest datestamp
-  seen in it, not from its start (the records seen again are not touched again); a restart
-  that sees nothing new gives up after :data:`MAX_RESTARTS`;
+- an OAI-PMH error is read whatever the HTTP status it comes with (InvenioRDM: 422), its
+  answer archived as any page;
+- ``badResumptionToken`` (an expired token) restarts the list from its own bound (its
+  ``from``): a list need not be sorted by datestamp, so the latest datestamp seen is no
+  safe place to go on from; records listed again with the datestamp already stored are not
+  touched again. A token refused in the restarted list too fails the list (the run exits 3)
+  and its bound stays where it was;
+- a ``responseDate`` with a UTC offset is converted to UTC, with one warning;
 - a token seen before in the list ends it with a :class:`ProtocolError` after its page,
   before the page it names could come round again;
 - ``noRecordsMatch`` ends the list: nothing changed;
@@ -40,18 +45,20 @@ from harvester.oai import EndpointInfo, overlap_from
 from harvester.oaiconnection import kept_alive
 from harvester.oaidates import DAY
 from harvester.oaihttp import Http
+from harvester.oaiidentify import note_offset
 from harvester.records.pages import RecordsPage, read_page
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import ListKey
 
 log = logging.getLogger(__name__)
-MAX_RESTARTS = 3
+MAX_RESTARTS = 1  # a list restarted once from its bound; refused again, it fails
 
 
 @dataclass
 class ListOutcome:
     """What one list did: records read, records left out as broken, and how it ended."""
 
+    pages: int = 0  # list pages read (an OAI-PMH error answer is none)
     records: int = 0
     broken: list[str] = field(default_factory=list)
     complete: bool = False
@@ -102,8 +109,14 @@ class RecordLister:
     def pages(
         self, key: ListKey, from_: str | None, token: str | None, outcome: ListOutcome
     ) -> Iterator[RecordsPage]:
-        """Every page of list ``key`` (from ``token`` when resuming), each archived first."""
-        latest, restarts, used = from_, 0, set[str]()
+        """Every page of list ``key`` (from ``token`` when resuming), each archived first.
+
+        ``from_`` is the list's own bound: a token refused (expired) restarts the list from
+        it, since a list need not be sorted by datestamp (InvenioRDM's is not, DOAJ's is
+        newest first); records listed again with the datestamp already stored are not
+        touched again. A restart refused too raises, the list's bound kept.
+        """
+        restarts, used = 0, set[str]()
         size: int | None = None
         args = self._args(key, from_) if token is None else self._resume(token)
         fresh, pending = token is None, self._request(args)
@@ -113,21 +126,23 @@ class RecordLister:
             except NoRecordsMatch:
                 log.info("%s: no records since %s", _name(key), from_ or "the start")
                 break
-            except BadResumptionToken:
+            except BadResumptionToken as exc:
                 restarts += 1
                 if restarts > MAX_RESTARTS:
-                    raise
-                log.warning("%s: token refused; listing again from %s", _name(key), latest)
+                    raise BadResumptionToken(
+                        f"{_name(key)}: a resumptionToken refused again after listing anew"
+                        f" from {from_ or 'the start'}; the list keeps that bound: {exc}"
+                    ) from None
+                log.warning("%s: %s; listing anew from %s", _name(key), exc, from_ or "the start")
                 used, fresh = set(), False
-                pending = self._request(self._args(key, latest))
+                pending = self._request(self._args(key, from_))
                 continue
+            outcome.pages += 1
+            self._note_offset(page)
             outcome.records += len(page.records)
             outcome.broken += page.broken
             for line in page.broken:
                 log.warning("%s", line)
-            newest = max((r.header.datestamp for r in page.records), default=None)
-            if newest is not None and (latest is None or newest > latest):
-                latest, restarts = self._day(newest), 0
             size = page.complete_list_size if page.complete_list_size is not None else size
             repeated = page.token in used
             if page.token is not None and not repeated:
@@ -145,6 +160,11 @@ class RecordLister:
                 "%s: completeListSize said %d, %d records arrived", _name(key), size, arrived
             )
 
+    def _note_offset(self, page: RecordsPage) -> None:
+        """Warn (once for the endpoint) of a responseDate sent with an offset."""
+        if page.date_sent is not None:
+            note_offset(self.endpoint.endpoint, page.date_sent, page.response_date)
+
     def _request(self, args: dict[str, str]) -> Future[_Fetched]:
         """The next page's request, sent from the list's own thread: the network wait of one
         page, making its WARC records and reading it overlap the storing of the one before."""
@@ -156,7 +176,8 @@ class RecordLister:
         exchange = self.http.get(self.endpoint.endpoint, args)
         built = exchange_group(self.recorder.writer.stamp, exchange)
         try:
-            return _Fetched(exchange, built, read_page(exchange.content, exchange.url))
+            page = read_page(exchange.content, exchange.url, exchange.status)
+            return _Fetched(exchange, built, page)
         except Exception as exc:  # whatever reading raises, the page is archived first
             return _Fetched(exchange, built, None, exc)
 

@@ -8,7 +8,7 @@ elements of MARCXML counted), each is tried alone between the page's head and ta
 page is parsed again without the ones that fail. Those are reported, with their identifier when
 one can be read; the envelope, the token and every other record are used as usual. A record
 whose header has no identifier or a bad datestamp is reported the same way. ``<error>`` raises
-the harvester's exception of that code.
+the harvester's exception of that code, whatever the HTTP status it came with.
 """
 
 from __future__ import annotations
@@ -38,21 +38,22 @@ class RecordsPage:
     records: tuple[RawRecord, ...]
     metadata: tuple[bytes, ...]  # each record's metadata as UTF-8 XML, b"" if none
     broken: tuple[str, ...]  # one line per record left out, naming the page's URL
-    response_date: str
+    response_date: str  # in UTC
     token: str | None
     complete_list_size: int | None
+    date_sent: str | None = None  # the responseDate as sent, when it had to be converted
 
 
-def read_page(content: bytes, url: str) -> RecordsPage:
-    """The page in ``content``; OAIError for an ``<error>``, ProtocolError when even the
-    envelope is broken."""
+def read_page(content: bytes, url: str, status: int = 200) -> RecordsPage:
+    """The page in ``content`` (an answer of HTTP ``status``); OAIError for an ``<error>``,
+    ProtocolError when even the envelope is broken."""
     broken: list[str] = []
     try:
         root = parse_oai_xml(content, url)
     except ProtocolError as exc:
         text, broken = _salvaged(content, url, exc)
         root = parse_oai_xml(text, url)
-    date = check_envelope(root, "ListRecords", url)
+    date, sent = check_envelope(root, "ListRecords", url, status)
     records, metadata = [], []
     for element in root.iterfind(f"{_OAI}ListRecords/{_OAI}record"):
         header, found = _parts(element)
@@ -63,7 +64,7 @@ def read_page(content: bytes, url: str) -> RecordsPage:
             continue
         metadata.append(_xml(found))
     token, size = _resumption(root, url)
-    return RecordsPage(tuple(records), tuple(metadata), tuple(broken), date, token, size)
+    return RecordsPage(tuple(records), tuple(metadata), tuple(broken), date, token, size, sent)
 
 
 def _parts(record: etree._Element) -> tuple[etree._Element | None, etree._Element | None]:
