@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 
 # System tools the tests drive for real: wget as a peer client, chromium as a browser, nginx
 # serving a static site, and PostgreSQL (initdb, pg_ctl) for the throwaway clusters of the
-# postgresql:// state's tests (tests/pgcluster.py).
+# postgresql:// state's tests (tests/pgcluster.py); file (libmagic), ExifTool, pdfinfo and
+# mediainfo, the provider's built-in plugins (server_module/plugins/builtins.py).
 PGBIN := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 sysdeps:
 	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
@@ -24,6 +25,11 @@ sysdeps:
 		{ apt-get update -qq && apt-get install -y -qq nginx-light; }
 	@command -v initdb >/dev/null || test -x "$(PGBIN)/initdb" || \
 		{ apt-get update -qq && apt-get install -y -qq postgresql; }
+	@command -v file >/dev/null || { apt-get update -qq && apt-get install -y -qq file; }
+	@command -v exiftool >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq libimage-exiftool-perl; }
+	@command -v pdfinfo >/dev/null || { apt-get update -qq && apt-get install -y -qq poppler-utils; }
+	@command -v mediainfo >/dev/null || { apt-get update -qq && apt-get install -y -qq mediainfo; }
 
 demo: $(STAMP)
 	$(BIN)/harvester demo --out demo-out

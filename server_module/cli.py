@@ -20,6 +20,13 @@ ALLOW_OUTSIDE = click.option(
     help="Publish files that symlinks in the root reach in this folder outside it (repeatable).",
 )
 
+PLUGINS = click.option(
+    "--plugins/--no-plugins",
+    default=None,
+    help="Run the plugins (format identification, embedded metadata) on new and changed"
+    " files.  [default: on]",
+)
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="oai-provider")
@@ -57,6 +64,7 @@ def cli() -> None:
     help="Also publish the site as a ResourceSync source.  [default: on]",
 )
 @ALLOW_OUTSIDE
+@PLUGINS
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 @click.option("--workers", default=2, show_default=True, type=int)
 @click.option("--threads", default=4, show_default=True, type=int)
@@ -74,6 +82,7 @@ def serve(docroot: Path, host: str, port: int, workers: int, threads: int, **fla
 @click.option("--base-url", required=True, help="The site's public URL.")
 @click.option("--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file.")
 @ALLOW_OUTSIDE
+@PLUGINS
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
 def index(docroot: Path, allow_outside: tuple[Path, ...], **flags: Any) -> int:
     """Refresh DOCROOT's index once; print what changed and the symlinks out of the root it

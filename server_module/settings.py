@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 from coop_common.settings import load
 from server_module.formats import INLINE_MAX
+from server_module.plugins.builtins import BUILTIN_NAMES
+from server_module.plugins.spec import PluginSpec
 from server_module.publicpaths import DEFAULT_EXCLUDES
 
 ENV_PREFIX = "OAI_PROVIDER_"
@@ -44,6 +46,16 @@ class ProviderSettings:
     resourcesync: bool = True  # also publish the ResourceSync documents (/.well-known/resourcesync)
     max_request_bytes: int = 8192  # larger query strings or bodies are refused with badArgument
     access_log: str | None = None  # gunicorn's access log under `serve`: a file, or "-" for stdout
+    # Plugins (server_module/plugins/): tools run on each new or changed file, whose output
+    # oai_didl carries. `plugins = false` turns them all off; `builtin_plugins` picks the
+    # built-ins (each runs where its tool is installed); `[[plugin]]` tables add commands.
+    plugins: bool = True
+    builtin_plugins: tuple[str, ...] = BUILTIN_NAMES
+    plugin: tuple[PluginSpec, ...] = ()  # the settings file's [[plugin]] tables
+    plugin_workers: int = 0  # tools run at once; 0: half the cores, at least one
+    plugin_timeout: float = 30.0  # seconds a run may take (wall clock, and CPU)
+    plugin_memory: int = 1 << 30  # bytes of address space a tool may map
+    plugin_output_max: int = 1 << 20  # bytes of output a tool may write; cut beyond
 
     @property
     def host(self) -> str:
@@ -83,3 +95,7 @@ def _normalise(values: dict[str, Any]) -> None:
     if not values.get("endpoint", "/oai").startswith("/"):
         values["endpoint"] = "/" + values["endpoint"]
     values["base_url"] = str(values["base_url"]).rstrip("/")
+    values["plugin"] = tuple(
+        p if isinstance(p, PluginSpec) else PluginSpec.from_table(p)
+        for p in values.get("plugin", ())
+    )
