@@ -88,14 +88,25 @@ def magic_facts(output: bytes) -> dict[str, str]:
 
 
 def fido_facts(output: bytes) -> dict[str, str]:
-    """The first match: fido lists the most specific first."""
-    first = output.decode("utf-8", "replace").partition("\n")[0]
-    puid, name, version, mime, matchtype = (first.split("\t") + [""] * 5)[:5]
-    if not puid or matchtype == "fail":
+    """The first match by content (signature or container); failing that, the one format
+    the extension names (several: none, since the bytes did not tell them apart). ``basis``
+    says which."""
+    matches = [
+        (line.split("\t") + [""] * 5)[:5]
+        for line in output.decode("utf-8", "replace").splitlines()
+        if line.strip()
+    ]
+    by_content = [m for m in matches if m[0] and m[4] not in ("extension", "fail")]
+    by_name = [m for m in matches if m[0] and m[4] == "extension"]
+    if by_content:
+        chosen = by_content[0]
+    elif len(by_name) == 1:
+        chosen = by_name[0]
+    else:
         return {}
-    version = "" if version == "None" else version
+    puid, name, version, mime, basis = chosen
     facts = {"puid": puid, "format_name": name, "format_version": version, "mime": mime}
-    return {k: v for k, v in facts.items() if v and v != "None"}
+    return {k: v for k, v in facts.items() if v and v != "None"} | {"basis": basis}
 
 
 @dataclass(frozen=True)
@@ -135,7 +146,6 @@ BUILTINS: dict[str, Builtin] = {
                 (
                     *_FIDO,
                     "-q",
-                    "-noextension",
                     "-matchprintf",
                     _FIDO_MATCH,
                     "-nomatchprintf",
