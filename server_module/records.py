@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from server_module.plugins.analysis import Analysis
+from coop_common.analysis import Analysis
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,8 @@ reference (``ref`` = URL) and, for files up to ``inline_max`` bytes, by value in
 whose bytes no longer match the indexed digest (changed since the last refresh) is given by
 reference only, so a record never pairs new bytes with old metadata. The Component carries
 the file's forensic metadata as Descriptors: its PREMIS 3 object description
-(:mod:`server_module.formats.premis`) and one ``pres:analysis`` a plugin that ran on it
-(:mod:`server_module.formats.plugin_output`).
+(:mod:`coop_common.premis`) and one ``pres:analysis`` a plugin that ran on it
+(:mod:`coop_common.toolreport`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ import hashlib
 
 import pybase64
 
+from coop_common.premis import premis_element
+from coop_common.toolreport import analysis_element
 from coop_common.xmltext import attr, text
 from server_module.files import open_public
 from server_module.formats import XSI, FormatContext
 from server_module.formats.http_header import header_element
 from server_module.formats.oai_dc import DC, OAI_DC
 from server_module.formats.oai_dc import NAMESPACE as OAI_DC_NS
-from server_module.formats.plugin_output import analysis_element
-from server_module.formats.premis import premis_element
+from server_module.formats.premis import facts
 from server_module.headers import file_headers
 from server_module.records import FileRecord
 
@@ -69,7 +70,7 @@ def component_descriptors(record: FileRecord) -> list[str]:
     if not record.analyses:
         return []
     return [
-        statement(premis_element(record)),
+        statement(premis_element(facts(record))),
         *(statement(analysis_element(a)) for a in record.analyses),
     ]
 

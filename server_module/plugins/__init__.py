@@ -13,7 +13,7 @@ digest, so a file is analysed once per version. This package imports only
 
 from __future__ import annotations
 
-from server_module.plugins.analysis import Analysis
+from coop_common.analysis import Analysis
 from server_module.plugins.spec import Plugin, PluginSpec
 
 __all__ = ["Analysis", "Plugin", "PluginSpec"]

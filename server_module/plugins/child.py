@@ -37,7 +37,7 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """How a run ended: the status (see :mod:`~server_module.plugins.analysis`), the exit
+    """How a run ended: the status (see :mod:`~coop_common.analysis`), the exit
     code (None when killed by a signal or never started), its output and its error output."""
 
     status: str

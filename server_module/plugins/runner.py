@@ -3,7 +3,7 @@
 The work is cut into units, one plugin over a batch of files (a single file for a custom
 command), run by ``workers`` threads, each waiting on one child process: at most ``workers``
 tools run at once. Whatever a tool does (fails, hangs, floods its output) becomes that file's
-:class:`~server_module.plugins.analysis.Analysis`, never an exception; a batch that did not end
+:class:`~coop_common.analysis.Analysis`, never an exception; a batch that did not end
 well is run again one file at a time. A file whose size or mtime changed while it was being
 analysed gets no result, so the next refresh, which hashes it again, analyses its new bytes.
 Outputs have the document root's path taken out: they describe the file, not the disk.
@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from coop_common.analysis import Analysis
 from server_module.plugins import child
-from server_module.plugins.analysis import Analysis
 from server_module.plugins.spec import Plugin
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 
-from server_module.plugins.analysis import Analysis
+from coop_common.analysis import Analysis
 
 _COLUMNS = "sha256, label, tool, tool_version, ran_at, status, exit_code, output, seconds, facts"
 _BATCH = 500  # digests per IN (...) query: under SQLite's limit on variables

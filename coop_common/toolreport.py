@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from lxml import etree
 
+from coop_common.analysis import Analysis
+from coop_common.premis import iso
 from coop_common.xmltext import attr, text
-from server_module.formats.premis import iso
-from server_module.plugins.analysis import Analysis
 
 PRES = "urn:coop-archive:preservation:1.0"
 _SAFE = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)

@@ -1,4 +1,5 @@
-"""One plugin's result for one version of a file: what the tool said, and what it means.
+"""One tool run on one version of a file (a provider plugin, or the harvester's identification):
+what the tool said, and what it means.
 
 ``status`` is ``ok`` (the tool ran to its end with exit code 0), ``failed`` (it exited
 with another code or could not start: a malformed file often ends so), ``timeout`` (cut at
