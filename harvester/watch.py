@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from harvester.archive.identify import identifier_for
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
@@ -161,7 +162,12 @@ class Watch:
         )
         writer.open()
         stack.callback(writer.close)
-        recorder = Recorder(writer, strategy="crawl", endpoint=None)
+        recorder = Recorder(
+            writer,
+            strategy="crawl",
+            endpoint=None,
+            identifier=identifier_for(settings.identify, "crawl"),
+        )
         collection = Collection(source, settings, state, RecrawlState(state.db), writer, recorder)
         self._recover(collection, repaired)
         self._load(collection)

@@ -1,7 +1,8 @@
 """The child process that identifies payloads for :mod:`harvester.archive.identify`.
 
-Run as ``python -m harvester.archive.identifyworker``. It loads libmagic (through ctypes,
-``libmagic.so.1``, which Debian's ``file`` depends on) and fido's PRONOM signatures once,
+Run as ``python -m harvester.archive.identifyworker [pronom]``. It loads libmagic (through
+ctypes, ``libmagic.so.1``, which Debian's ``file`` depends on) and, with ``pronom``, fido's
+PRONOM signatures once,
 then answers frames on its standard input: a 4-byte big-endian length and a file name (the
 URL's last segment, for fido's extension fallback), a 4-byte length and the payload. Each
 answer is one JSON line: libmagic's MIME type and description, fido's matches, and the
@@ -56,11 +57,16 @@ class Pronom:
 
     def __init__(self) -> None:
         from fido import __version__ as fido_version  # type: ignore[import-untyped]
-        from fido.fido import Fido  # type: ignore[import-untyped]
+        from fido.fido import CONFIG_DIR, Fido, defaults  # type: ignore[import-untyped]
+        from fido.versions import get_local_versions  # type: ignore[import-untyped]
 
+        # As fido's own command line sets them up: the signature files this install has.
+        versions = get_local_versions(CONFIG_DIR)
+        defaults["containersignature_file"] = versions.pronom_container_signature
+        files = [versions.pronom_signature, versions.fido_extension_signature]
         self._matches: list[tuple[str, str, str, str, str]] = []
-        self._fido = Fido(quiet=True, handle_matches=self._collect)
-        self.version = f"fido {fido_version}"
+        self._fido = Fido(quiet=True, handle_matches=self._collect, format_files=files)
+        self.version = f"FIDO v{fido_version} ({', '.join(files)})"
 
     def _collect(self, name: str, matches: Any, delta: float, matchtype: str = "") -> None:
         for fmt, _sig in matches:
@@ -92,9 +98,20 @@ def _frame(stream: BinaryIO) -> bytes:
     return _read(stream, size)
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
-    magic, pronom = Magic(), Pronom()
-    stdout.write(json.dumps({"magic": magic.version, "pronom": pronom.version}).encode() + b"\n")
+def _pronom(pronom: Pronom, folder: str, name: str, payload: bytes) -> list[Any]:
+    path = os.path.join(folder, name.replace("\x00", "")[:200] or "payload")
+    with open(path, "wb") as fh:
+        fh.write(payload)
+    try:
+        return pronom.identify(path)
+    finally:
+        os.unlink(path)
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO, *, with_pronom: bool = True) -> None:
+    magic, pronom = Magic(), Pronom() if with_pronom else None
+    versions = {"magic": magic.version, "pronom": pronom.version if pronom else ""}
+    stdout.write(json.dumps(versions).encode() + b"\n")
     stdout.flush()
     with tempfile.TemporaryDirectory(prefix="identify-") as folder:
         while True:
@@ -103,12 +120,8 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
                 payload = _frame(stdin)
             except EOFError:
                 return
-            path = os.path.join(folder, name.replace("\x00", "")[:200] or "payload")
-            with open(path, "wb") as fh:
-                fh.write(payload)
             mime, description = magic.describe(payload)
-            matches = pronom.identify(path)
-            os.unlink(path)
+            matches = _pronom(pronom, folder, name, payload) if pronom else []
             answer = {"mime": mime, "description": description, "matches": matches}
             stdout.write(json.dumps(answer).encode() + b"\n")
             stdout.flush()
@@ -116,4 +129,4 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
 
 if __name__ == "__main__":  # pragma: no cover - the child's entry point
     sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - fido writes notes to stderr
-    serve(sys.stdin.buffer, sys.stdout.buffer)
+    serve(sys.stdin.buffer, sys.stdout.buffer, with_pronom="pronom" in sys.argv[1:])

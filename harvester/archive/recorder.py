@@ -36,6 +36,7 @@ from harvester import __version__
 from harvester.archive import capturegroup
 from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
 from harvester.archive.didl import (
+    FALLBACK_MIME,
     CaptureDescription,
     OaiHeaderInfo,
     Provenance,
@@ -44,6 +45,7 @@ from harvester.archive.didl import (
     deletion_didl,
     sniff_mime,
 )
+from harvester.archive.identify import Identifier, payload_of, statements
 from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
@@ -67,10 +69,18 @@ def conditional_headers(res: Resource | None) -> dict[str, str]:
 
 
 class Recorder:
-    def __init__(self, writer: RotatingWARCWriter, *, strategy: str, endpoint: str | None) -> None:
+    def __init__(
+        self,
+        writer: RotatingWARCWriter,
+        *,
+        strategy: str,
+        endpoint: str | None,
+        identifier: Identifier | None = None,
+    ) -> None:
         self.writer = writer
         self.strategy = strategy
         self.endpoint = endpoint
+        self.identifier = identifier  # format identification of payloads (--identify)
 
     def provenance(self) -> Provenance:
         return Provenance(
@@ -280,7 +290,18 @@ class Recorder:
             oai=_oai_info(res, self.endpoint),
             provenance=self.provenance(),
         )
+        if self.identifier is not None and 200 <= result.status < 300:
+            desc.identified = self._identified(result, payload, desc.declared_mime)
         return capture_didl(desc)
+
+    def _identified(
+        self, result: HttpExchange | _Carried, payload: Payload, declared: str | None
+    ) -> list[str]:
+        assert self.identifier is not None
+        body = payload_of(result.body, _header(result.response_headers, "content-encoding"))
+        runs = self.identifier.identify(body, result.url, payload.sha256, datetime.now(UTC))
+        mime = (declared or "").partition(";")[0].strip() or FALLBACK_MIME
+        return statements(result.url, payload.sha1, payload.sha256, len(result.body), mime, runs)
 
     # -- after a crash -----------------------------------------------------------------
 
