@@ -13,7 +13,8 @@ harvest>`` misses nothing even when ``cp -p`` or ``rsync -a`` bring in files wit
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
 refresh out of each other's way), read through a :class:`~server_module.snapshot.Snapshot`.
-Only this module, its helpers named here and :mod:`server_module.rebase` speak SQL.
+Only this module, its helpers named here, :mod:`server_module.rebase` and
+:mod:`server_module.plugins.store` speak SQL.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ against the official OAI-PMH, MPEG-21 DIDL and PREMIS 3 schemas."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from flask.testing import FlaskClient
@@ -120,3 +121,17 @@ def test_the_wav_gets_mediainfo_and_the_empty_file_a_description(client: FlaskCl
     assert media.get("status") == "ok" and media.get("output") == "xml"
     empty = record(client, "empty.txt")
     assert analysis(empty, "libmagic").text.startswith("inode/x-empty")
+
+
+def test_without_plugins_the_premis_record_names_the_type_the_name_suggests(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "site"
+    make_corpus(root)
+    app = create_app(root, BASE, watch=False, refresh_interval=0, plugins=False)
+    client = app.test_client()
+    premis = record(client, "lies.pdf", prefix="premis")
+    assert premis.findtext(".//premis:formatName", namespaces=NS) == "application/pdf"
+    assert "MIME type from the file name" in premis.findtext(".//premis:formatNote", namespaces=NS)
+    assert record(client, "lies.pdf").find(".//premis:premis", NS) is None
+    app.extensions["oai_repository"].index.close()

@@ -24,6 +24,7 @@ from server_module.snapshot import Selection
 BASE = "http://example.org"
 PY = sys.executable
 LIMITS = Limits(5.0, 1 << 30, 1 << 20)
+T0 = 1_700_000_000
 
 
 def runner(
@@ -39,8 +40,11 @@ def runner(
     )
 
 
-def index(root: Path, plugins: PluginRunner | None) -> FileIndex:
-    return FileIndex(root.parent / "index.sqlite", root, BASE, plugins=plugins).open()
+def index(root: Path, plugins: PluginRunner | None, now: float = T0) -> FileIndex:
+    """The index of ``root``, whose clock says ``now``."""
+    return FileIndex(
+        root.parent / "index.sqlite", root, BASE, plugins=plugins, clock=lambda: now
+    ).open()
 
 
 def analyses(idx: FileIndex) -> dict[tuple[str, str], tuple[str, bytes]]:
@@ -151,13 +155,13 @@ def test_an_index_made_before_plugins_is_migrated_and_its_files_analysed_once(
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
         (before,) = conn.execute("SELECT max(datestamp) FROM files").fetchone()
     old.close()
-    time.sleep(1.1)  # the new datestamps are whole seconds later than the old ones
     plugins = runner(root, COUNT)
-    idx = index(root, plugins)
+    idx = index(root, plugins, now=T0 + 100)
     idx.refresh()
     assert plugins.runs == {"count": 2}
     with idx.snapshot() as snap:
-        assert all(r.datestamp > before for r in snap.records(Selection(), limit=10))
+        assert before == T0
+        assert all(r.datestamp == T0 + 100 for r in snap.records(Selection(), limit=10))
     idx.refresh()
     assert plugins.runs == {"count": 2}
     with sqlite3.connect(idx.path) as conn:
