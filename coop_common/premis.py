@@ -51,7 +51,9 @@ def _el(name: str, value: str) -> str:
 
 
 def iso(second: int) -> str:
-    """>>> iso(0)
+    """A UTC second as an ``xs:dateTime``.
+
+    >>> iso(0)
     '1970-01-01T00:00:00Z'
     """
     return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
