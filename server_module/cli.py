@@ -12,6 +12,7 @@ import click
 
 from coop_common import __version__
 from coop_common.cli import run_click
+from coop_common.settings import SettingsError
 
 ALLOW_OUTSIDE = click.option(
     "--allow-outside",
@@ -142,7 +143,7 @@ def resourcesync(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    return run_click(cli, argv, "oai-provider")
+    return run_click(cli, argv, "oai-provider", errors=(SettingsError,))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from coop_common.exitcode import ExitCode
 from coop_common.settings import SettingsError
 from server_module.app import file_index
+from server_module.cli import main as provider_main
 from server_module.index import FileIndex
 from server_module.plugins.child import STDERR_KEPT, Limits
 from server_module.plugins.lineup import lineup
@@ -217,3 +219,25 @@ def test_plugins_off_runs_nothing(tmp_path: Path) -> None:
     idx = file_index(settings).open()
     idx.refresh()
     assert idx.plugins is None and analyses(idx) == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[[plugin]]\nlabel = "x"\ncommand = "file %s"\n',
+            "plugin 'x': command must be an argument list",
+        ),
+        ('builtin_plugins = ["nope"]\n', "builtin_plugins: unknown plugin(s) nope"),
+    ],
+)
+def test_a_bad_plugin_setting_is_one_line_and_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    config = tmp_path / "provider.toml"
+    config.write_text(text)
+    root = make_root(tmp_path, {"a.txt": b"x"})
+    argv = ["index", str(root), "--base-url", BASE, "--config", str(config)]
+    assert provider_main(argv) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"oai-provider: {message}") and err.count("\n") == 1
