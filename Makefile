@@ -22,8 +22,10 @@ $(STAMP): pyproject.toml
 
 # System tools the tests drive for real: wget as a peer client, chromium as a browser, nginx
 # serving a static site, PostgreSQL (initdb, pg_ctl) for the throwaway clusters of the
-# postgresql:// state's tests (tests/pgcluster.py), and Apache with mod_wsgi and
-# systemd-analyze for the provider's deployments (tests/test_provider_deploy.py).
+# postgresql:// state's tests (tests/pgcluster.py), Apache with mod_wsgi and
+# systemd-analyze for the provider's deployments (tests/test_provider_deploy.py); file
+# (libmagic), ExifTool, pdfinfo and mediainfo, the provider's built-in plugins
+# (server_module/plugins/builtins.py).
 PGBIN := $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 sysdeps:
 	@command -v wget >/dev/null || { apt-get update -qq && apt-get install -y -qq wget; }
@@ -35,6 +37,11 @@ sysdeps:
 	@test -e /usr/lib/apache2/modules/mod_wsgi.so || \
 		{ apt-get update -qq && apt-get install -y -qq apache2 libapache2-mod-wsgi-py3; }
 	@command -v systemd-analyze >/dev/null || { apt-get update -qq && apt-get install -y -qq systemd; }
+	@command -v file >/dev/null || { apt-get update -qq && apt-get install -y -qq file; }
+	@command -v exiftool >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq libimage-exiftool-perl; }
+	@command -v pdfinfo >/dev/null || { apt-get update -qq && apt-get install -y -qq poppler-utils; }
+	@command -v mediainfo >/dev/null || { apt-get update -qq && apt-get install -y -qq mediainfo; }
 
 demo: $(STAMP)
 	$(BIN)/harvester demo --out demo-out

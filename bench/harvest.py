@@ -110,12 +110,13 @@ class Provider:
 
 @contextmanager
 def providing(docroot: Path, workers: int, threads: int) -> Iterator[Provider]:
-    """``oai-provider serve`` on a free port; its log goes to ``<docroot>.log``."""
+    """``oai-provider serve`` on a free port; its log goes to ``<docroot>.log``. Without
+    plugins: the protocol's costs, as measured before them (``bench plugins`` has theirs)."""
     port = free_port()
     url, index = f"http://{HOST}:{port}", docroot.with_suffix(".sqlite")
     argv = [sys.executable, "-m", "server_module.cli", "serve", str(docroot), "--port", str(port),
             "--base-url", url, "--index", str(index), "--workers", str(workers),
-            "--threads", str(threads), "--refresh-interval", "0"]  # fmt: skip
+            "--threads", str(threads), "--refresh-interval", "0", "--no-plugins"]  # fmt: skip
     with open(docroot.with_suffix(".log"), "wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
     with RunningServer(proc, HOST, port):

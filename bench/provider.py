@@ -158,6 +158,7 @@ def ours(docroot: Path, index: Path, page_size: int) -> list[str]:
         "1",
         "--refresh-interval",
         "0",
+        "--no-plugins",  # the protocol's costs, as measured before plugins (bench plugins)
     ]
 
 

@@ -58,7 +58,7 @@ def run(argv: list[str]) -> Report:
     site = make_site(OUT / "site", pages=max(1, round(args.files / 1.1)), seed=1)
     time.sleep(SETTLE)
     settings = {"docroot": str(site.root), "base_url": "http://{host}:{port}"}
-    settings |= {"index_path": str(OUT / "index.sqlite"), "refresh_interval": 0}
+    settings |= {"index_path": str(OUT / "index.sqlite"), "refresh_interval": 0, "plugins": False}
     settings |= {"page_size": PAGE, "hold": 0.0, "list_hold": args.page_hold}
     got: dict[str, list[tuple[float, int]]] = {c: [] for c in CONTENDERS}
     app = "tests.counting_provider:create_app"

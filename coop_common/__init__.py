@@ -1,5 +1,6 @@
 """What the provider and the harvester share, and nothing else: the version, the layered
-settings loader, the command-line runner, durable file operations and XML text.
+settings loader, the command-line runner, durable file operations, XML text, and the PREMIS 3
+object and tool-run elements both put in their DIDL records.
 
 Both ``server_module`` and ``harvester`` import from here; this package imports neither, so a
 website owner's provider never loads the harvester.

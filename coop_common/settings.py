@@ -20,13 +20,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from coop_common.exitcode import ExitCode
+
 T = TypeVar("T")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
 
 
 class SettingsError(ValueError):
-    """A setting that cannot be read or has no valid value; the message names it."""
+    """A setting that cannot be read or has no valid value; the message names it. A command
+    reports it as a usage error (``exit_code``)."""
+
+    exit_code = ExitCode.USAGE
 
 
 def load(

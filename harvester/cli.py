@@ -51,6 +51,13 @@ def cli() -> None:
 @click.option("--set", "sets", multiple=True, help="Harvest only this setSpec (repeatable).")
 @click.option("--oai-strategy", type=click.Choice(["get", "didl"]))
 @click.option(
+    "--identify",
+    type=click.Choice(["auto", "off", "magic", "pronom"]),
+    help="Identify each payload's format in its DIDL record: libmagic (magic), also the"
+    " PRONOM PUID through fido (pronom: 5-80 ms a resource); auto: magic where no provider"
+    " describes the files (crawl, ResourceSync, records).  [default: auto]",
+)
+@click.option(
     "--metadata-prefix",
     "metadata_prefixes",
     multiple=True,

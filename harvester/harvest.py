@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvester.archive.cdx import CdxIndex
+from harvester.archive.identify import Identifier, identifier_for
 from harvester.archive.recorder import Recorder
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.repair import repair_open_files
@@ -80,6 +81,7 @@ class Harvest:
         self.shared: SharedJob | None = None  # with a state many workers share
         self._undecided = False  # no run has listed the endpoint: its first page decides
         self._started_at = time.time()  # run() sets it again
+        self._identifiers: dict[str, Identifier | None] = {}  # --identify, by strategy
 
     def run(self) -> Summary:
         """Harvest once; CollectionInUse while another run holds the collection."""
@@ -98,7 +100,12 @@ class Harvest:
             strategy = oai.get(kind, kind)
             self.summary.endpoint = endpoint_url(found)
             self.summary.mode = kind
-            recorder = Recorder(self.writer, strategy=strategy, endpoint=self.summary.endpoint)
+            recorder = Recorder(
+                self.writer,
+                strategy=strategy,
+                endpoint=self.summary.endpoint,
+                identifier=self._identifier(strategy),
+            )
             runs = RunLog(self.settings.out)
             run_id = runs.started(self.settings.site_url, strategy, self.summary.endpoint)
             self.writer.open()
@@ -112,11 +119,20 @@ class Harvest:
                     self._list_or_ingest(found, recorder)
             finally:
                 self.writer.close()
+                for identifier in self._identifiers.values():
+                    if identifier is not None:
+                        identifier.close()
                 self._index()
             self._count()
             self.summary.seconds = time.monotonic() - start
             runs.finished(run_id, self.summary.as_dict())
         return self.summary
+
+    def _identifier(self, strategy: str) -> Identifier | None:
+        """One identification child a strategy at most (:mod:`harvester.archive.identify`)."""
+        if strategy not in self._identifiers:
+            self._identifiers[strategy] = identifier_for(self.settings.identify, strategy)
+        return self._identifiers[strategy]
 
     def _list_or_ingest(self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder) -> None:
         """The listed path; an endpoint whose first list shows it is no mod_oai site (its
@@ -127,7 +143,12 @@ class Harvest:
             assert isinstance(found, EndpointInfo)
             log.info("%s", exc)
             self.summary.mode = "records"
-            records = Recorder(self.writer, strategy="oai-records", endpoint=found.endpoint)
+            records = Recorder(
+                self.writer,
+                strategy="oai-records",
+                endpoint=found.endpoint,
+                identifier=self._identifier("oai-records"),
+            )
             asyncio.run(self._ingest(found, records))
 
     def _lister(

@@ -151,7 +151,9 @@ class ListedFetch:
         finished on the way out), recorder and summary; ``changes`` replace more fields."""
         writer = self.recorder.writer.sibling()
         old = self.recorder
-        recorder = Recorder(writer, strategy=old.strategy, endpoint=old.endpoint)
+        recorder = Recorder(
+            writer, strategy=old.strategy, endpoint=old.endpoint, identifier=old.identifier
+        )
         with open_state(self.state.url) as state:
             try:
                 yield replace(self, state=state, summary=Summary(), recorder=recorder, **changes)

@@ -34,6 +34,10 @@ class HarvestSettings:
     mode: str = "auto"  # auto | oai | records | resourcesync | crawl
     sets: tuple[str, ...] = ()
     oai_strategy: str = "get"  # get | didl
+    # Format identification of each payload in its DIDL record (harvester/archive/identify.py):
+    # auto (magic for the crawl, ResourceSync and records mode, which have no provider's DIDL)
+    # | off | magic (libmagic) | pronom (also fido's PRONOM PUID, 5-80 ms a resource).
+    identify: str = "auto"
     concurrency: int = 16
     per_host: int = 8
     fetch_processes: int = 0  # processes fetching a listed site; 0: a core each from 2,000 on
@@ -175,6 +179,7 @@ def _check(values: Mapping[str, Any]) -> None:
         "mode": ("auto", "oai", "records", "resourcesync", "crawl"),
         "linked": ("none", "landing", "files"),
         "oai_strategy": ("get", "didl"),
+        "identify": ("auto", "off", "magic", "pronom"),
         "schedule": ("bfs", "performance", "quality", "capability"),
     }
     for name, allowed in choices.items():

@@ -31,6 +31,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harvester.archive.cdx import CdxIndex
+from harvester.archive.identify import identifier_for
 from harvester.archive.recorder import Recorder, conditional_headers
 from harvester.archive.recorder import ends_group as _ends_group
 from harvester.archive.warc import RotatingWARCWriter, repair_open_files
@@ -166,7 +167,12 @@ class Watch:
         )
         writer.open()
         stack.callback(writer.close)
-        recorder = Recorder(writer, strategy="crawl", endpoint=None)
+        recorder = Recorder(
+            writer,
+            strategy="crawl",
+            endpoint=None,
+            identifier=identifier_for(settings.identify, "crawl"),
+        )
         collection = Collection(source, settings, state, RecrawlState(state.db), writer, recorder)
         self._recover(collection, repaired)
         self._load(collection)

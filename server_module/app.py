@@ -20,6 +20,9 @@ from server_module.filegate import FileGate
 from server_module.formats import FormatRegistry, default_registry
 from server_module.index import FileIndex, default_index_path
 from server_module.indexlock import IndexLock
+from server_module.plugins.child import Limits
+from server_module.plugins.lineup import lineup
+from server_module.plugins.runner import PluginRunner
 from server_module.refresher import Refresher
 from server_module.repository import Repository
 from server_module.resourcesync.ledger import default_ledger_path
@@ -91,6 +94,21 @@ def file_index(settings: ProviderSettings) -> FileIndex:
         exclude=settings.exclude,
         allow_outside=settings.allow_outside,
         rebase=settings.rebase,
+        plugins=plugin_runner(settings),
+    )
+
+
+def plugin_runner(settings: ProviderSettings) -> PluginRunner | None:
+    """The plugins the settings ask for; None when ``plugins`` is off."""
+    if not settings.plugins:
+        return None
+    return lineup(
+        settings.builtin_plugins,
+        settings.plugin,
+        timeout=settings.plugin_timeout,
+        limits=Limits(settings.plugin_timeout, settings.plugin_memory, settings.plugin_output_max),
+        workers=settings.plugin_workers,
+        docroot=settings.docroot,
     )
 
 

@@ -28,6 +28,7 @@ class RefreshStats:
     deleted: int
     unchanged: int
     seconds: float
+    analysed: int = 0  # plugin results made (a file once per plugin)
 
     def sentence(self) -> str:
         """What the refresh did, for a person.

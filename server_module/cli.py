@@ -35,6 +35,13 @@ ALLOW_OUTSIDE = click.option(
     help="Publish files that symlinks in the root reach in this folder outside it (repeatable).",
 )
 
+PLUGINS = click.option(
+    "--plugins/--no-plugins",
+    default=None,
+    help="Run the plugins (format identification, embedded metadata) on new and changed"
+    " files.  [default: on]",
+)
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="oai-provider")
@@ -82,6 +89,7 @@ def cli() -> None:
     help="Also publish the site as a ResourceSync source.  [default: on]",
 )
 @ALLOW_OUTSIDE
+@PLUGINS
 @CONFIG
 @click.option("--workers", type=int, help=f"Worker processes.  [default: {DEFAULTS.workers}]")
 @click.option("--threads", type=int, help=f"Threads a worker.  [default: {DEFAULTS.threads}]")
@@ -98,6 +106,7 @@ def serve(docroot: Path, **flags: Any) -> int:
 @REBASE
 @INDEX
 @ALLOW_OUTSIDE
+@PLUGINS
 @CONFIG
 def index(docroot: Path, **flags: Any) -> int:
     """Refresh DOCROOT's index once; print what changed and the symlinks out of the root it
@@ -170,7 +179,9 @@ def resourcesync(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    return run_click(cli, argv, "oai-provider", errors=(StartupError, IndexSchemaError))
+    return run_click(
+        cli, argv, "oai-provider", errors=(StartupError, IndexSchemaError, SettingsError)
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,6 +5,7 @@
 (:mod:`server_module.scan`) and the rows side by side, both in byte order of the path,
 holding only the changes (:mod:`server_module.changes`); it hashes only files whose stat
 changed, and writes every change in one short transaction (:mod:`server_module.indexwriter`),
+after the plugins have analysed the new and changed files (:mod:`server_module.plugins`),
 stamped with the second it takes the write lock in: a list's first page waits for such a
 transaction to commit (:meth:`FileIndex.snapshot`), so a harvester asking ``from=<its last
 harvest>`` misses nothing even when ``cp -p`` or ``rsync -a`` bring in files with old mtimes.
@@ -12,7 +13,8 @@ harvest>`` misses nothing even when ``cp -p`` or ``rsync -a`` bring in files wit
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
 refresh out of each other's way), read through a :class:`~server_module.snapshot.Snapshot`.
-Only this module, its helpers named here and :mod:`server_module.rebase` speak SQL.
+Only this module, its helpers named here, :mod:`server_module.rebase` and
+:mod:`server_module.plugins.store` speak SQL.
 """
 
 from __future__ import annotations
@@ -26,13 +28,16 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from coop_common.component import Component
-from server_module.changes import RefreshStats, find_changes
+from server_module.changes import Changes, RefreshStats, find_changes
 from server_module.exceptions import BaseURLChange, IndexSchemaError
 from server_module.indexschema import create_tables, meta
 from server_module.indexwriter import adopt_base_url, known_rows, write_changes
+from server_module.plugins.runner import PluginRunner
+from server_module.plugins.survey import Survey, survey
 from server_module.scan import DEFAULT_EXCLUDES, Found, OutsideLink, Scanner
 from server_module.snapshot import Snapshot
 
@@ -93,9 +98,11 @@ class FileIndex(Component):
         allow_outside: Sequence[str | os.PathLike[str]] = (),
         rebase: bool = False,
         clock: Callable[[], float] = time.time,
+        plugins: PluginRunner | None = None,
     ) -> None:
         self.path = Path(path)
         self.rebase = rebase  # may a base URL other than the index's rename every item?
+        self.plugins = plugins
         self.docroot = Path(docroot)
         self.base_url = base_url.rstrip("/")
         self.exclude = tuple(exclude)
@@ -196,15 +203,16 @@ class FileIndex(Component):
                 changes = find_changes(
                     known_rows(conn), self._scan(), racy_ns=racy_ns, base_url=self.base_url
                 )
-                if changes:
+                found = self._survey(conn, changes)
+                if changes or found:
                     # readers that need every row of its second wait: snapshot(settled=True)
-                    write_changes(conn, changes, self._clock)
+                    write_changes(conn, changes, self._clock, found)
             finally:
                 conn.close()
-        stats = changes.stats(time.monotonic() - started)
+        stats = replace(changes.stats(time.monotonic() - started), analysed=len(found.analyses))
         log.info(
             "refreshed %s: %d scanned, %d hashed, %d added, %d changed, %d deleted, "
-            "%d unchanged in %.3f s",
+            "%d unchanged, %d analysed in %.3f s",
             self.docroot,
             stats.scanned,
             stats.hashed,
@@ -212,6 +220,7 @@ class FileIndex(Component):
             stats.changed,
             stats.deleted,
             stats.unchanged,
+            stats.analysed,
             stats.seconds,
         )
         return stats
@@ -229,6 +238,13 @@ class FileIndex(Component):
             yield True
         finally:
             os.close(fd)  # releases the lock
+
+    def _survey(self, conn: sqlite3.Connection, changes: Changes) -> Survey:
+        """The plugins' results still missing (:mod:`server_module.plugins.survey`)."""
+        if not self.plugins:
+            return Survey()
+        root = os.fsencode(os.path.abspath(self.docroot))
+        return survey(conn, self.plugins, root, changes.upserts, changes.deletions)
 
     def _scan(self) -> Iterator[Found]:
         index = os.fsencode(os.path.realpath(self.path))

@@ -5,7 +5,9 @@ path (bytes, so names that are not UTF-8 work), and one per identifier a new bas
 retired (:mod:`server_module.rebase`); covering indexes let a page of headers be read from
 an index alone, in (datestamp, identifier) order. ``meta`` holds the schema version, the
 secret that signs resumption tokens, the base URL, the item counts per MIME type and the
-generation (:mod:`server_module.indexwriter` keeps the last three).
+generation (:mod:`server_module.indexwriter` keeps the last three). ``analyses`` holds the
+plugins' results (:mod:`server_module.plugins.store`), one row per file version (its SHA-256
+digest) and plugin label; version 2 added it, and an index of version 1 gains it on opening.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from typing import Any
 
 from server_module.exceptions import IndexSchemaError
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+MIGRATES_FROM = ("1",)  # versions whose tables this one only adds to
 
 _SCHEMA = f"""
 BEGIN IMMEDIATE;
@@ -41,7 +44,20 @@ CREATE INDEX IF NOT EXISTS files_by_date ON files (datestamp, identifier, delete
 CREATE INDEX IF NOT EXISTS files_by_major
     ON files (mime_major, datestamp, identifier, deleted, mime);
 CREATE INDEX IF NOT EXISTS files_by_mime ON files (mime, datestamp, identifier, deleted);
-INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
+CREATE TABLE IF NOT EXISTS analyses (
+    sha256 TEXT NOT NULL,
+    label TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    tool_version TEXT NOT NULL,
+    ran_at INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    exit_code INTEGER,
+    output BLOB NOT NULL,
+    seconds REAL NOT NULL,
+    facts TEXT NOT NULL,
+    PRIMARY KEY (sha256, label)
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSION}');
 INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', randomblob(32));
 COMMIT;
 """
@@ -49,12 +65,13 @@ COMMIT;
 
 def create_tables(conn: sqlite3.Connection, path: str | os.PathLike[str]) -> None:
     """Create the tables and a token secret where missing, after checking the version of an
-    index ``path`` that has them (:class:`IndexSchemaError` for another version)."""
+        index ``path`` that has them (:class:`IndexSchemaError` for another version); an index of
+    an older version this one only adds tables to (``MIGRATES_FROM``) gains them."""
     try:
         version = meta(conn, "schema_version")
     except sqlite3.OperationalError:  # a new file: no meta table yet
         version = None
-    if version not in (None, SCHEMA_VERSION):
+    if version not in (None, SCHEMA_VERSION, *MIGRATES_FROM):
         raise IndexSchemaError(f"{path}: schema {version!r}, need {SCHEMA_VERSION}")
     conn.executescript(_SCHEMA)
 

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 
 from server_module.changes import Changes, Known
 from server_module.indexschema import meta
+from server_module.plugins import store
+from server_module.plugins.survey import Survey
 from server_module.rebase import rebase
 
 Clock = Callable[[], float]
@@ -45,9 +47,12 @@ def known_rows(conn: sqlite3.Connection) -> Iterator[Known]:
     return map(Known._make, rows)
 
 
-def write_changes(conn: sqlite3.Connection, plan: Changes, clock: Clock) -> None:
-    """All of a refresh's changes in one short transaction, stamped with the second it took
-    the lock in."""
+def write_changes(
+    conn: sqlite3.Connection, plan: Changes, clock: Clock, survey: Survey | None = None
+) -> None:
+    """All of a refresh's changes, and its plugins' results, in one short transaction,
+    stamped with the second it took the lock in."""
+    survey = survey or Survey()
     with _transaction(conn):
         now = _stamp(conn, clock)
         conn.executemany(_UPSERT, [(*row, now) for row in sorted(plan.upserts)])
@@ -56,9 +61,27 @@ def write_changes(conn: sqlite3.Connection, plan: Changes, clock: Clock) -> None
             "UPDATE files SET deleted = 1, datestamp = ? WHERE relpath = ?",
             [(now, rel) for rel in plan.deletions],
         )
+        _keep_survey(conn, survey, now)
         if plan.upserts or plan.deletions:
+            store.prune(conn)
             _store_counts(conn)
+        if plan.upserts or plan.deletions or survey.restamp:
             _bump_generation(conn)
+
+
+def _keep_survey(conn: sqlite3.Connection, survey: Survey, now: int) -> None:
+    """The plugins' results; an unchanged file that got some has a new record: a new
+    datestamp (OAI-PMH 2.0 §2.7.1)."""
+    store.save(conn, survey.analyses)
+    conn.executemany(
+        "UPDATE files SET datestamp = ? WHERE relpath = ? AND deleted = 0",
+        [(now, rel) for rel in survey.restamp],
+    )
+    if survey.labels is not None:
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('plugin_labels', ?)",
+            (survey.labels,),
+        )
 
 
 def adopt_base_url(conn: sqlite3.Connection, base_url: str, clock: Clock) -> None:

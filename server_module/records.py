@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from coop_common.analysis import Analysis
+
 
 @dataclass(frozen=True, slots=True)
 class FileRecord:
@@ -25,6 +27,7 @@ class FileRecord:
     sha1: str
     sha256: str
     title: str | None
+    analyses: tuple[Analysis, ...] = ()  # the plugins' results for this version
 
     @property
     def set_specs(self) -> tuple[str, str]:

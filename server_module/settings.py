@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 from coop_common.settings import SettingsError, load
 from server_module.formats import INLINE_MAX
+from server_module.plugins.builtins import BUILTIN_NAMES
+from server_module.plugins.spec import PluginSpec
 from server_module.publicpaths import DEFAULT_EXCLUDES
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,16 @@ class ProviderSettings:
     port: int = 8080
     workers: int = 2  # gunicorn worker processes under `serve`
     threads: int = 4  # threads per worker
+    # Plugins (server_module/plugins/): tools run on each new or changed file, whose output
+    # oai_didl carries. `plugins = false` turns them all off; `builtin_plugins` picks the
+    # built-ins (each runs where its tool is installed); `[[plugin]]` tables add commands.
+    plugins: bool = True
+    builtin_plugins: tuple[str, ...] = BUILTIN_NAMES
+    plugin: tuple[PluginSpec, ...] = ()  # the settings file's [[plugin]] tables
+    plugin_workers: int = 0  # tools run at once; 0: half the cores, at least one
+    plugin_timeout: float = 30.0  # seconds a run may take (wall clock, and CPU)
+    plugin_memory: int = 1 << 30  # bytes of address space a tool may map
+    plugin_output_max: int = 1 << 20  # bytes of output a tool may write; cut beyond
 
     @property
     def site_host(self) -> str:
@@ -116,6 +128,10 @@ def _normalise(values: dict[str, Any]) -> None:
     for name in ("workers", "threads"):
         if values.get(name, 1) < 1:
             raise SettingsError(f"--{name} {values[name]}: at least 1")
+    values["plugin"] = tuple(
+        p if isinstance(p, PluginSpec) else PluginSpec.from_table(p)
+        for p in values.get("plugin", ())
+    )
     email = values.get("admin_email", "")
     if email and not EMAIL.fullmatch(email):
         raise SettingsError(f"--admin-email {email}: not an e-mail address (name@host.domain)")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from server_module.plugins import store
 from server_module.records import FileRecord, mime_for_set_spec, set_specs_for
 
 __all__ = ["Header", "Selection", "Snapshot"]
@@ -101,7 +102,14 @@ class Snapshot:
     def records(self, selection: Selection = EVERY_ROW, *, limit: int) -> list[FileRecord]:
         """Like :meth:`headers`, with everything the index knows of each item."""
         rows = self._conn.execute(*_page(_RECORD_COLUMNS, selection, limit))
-        return [_record(row) for row in rows]
+        return self._with_analyses([_record(row) for row in rows])
+
+    def _with_analyses(self, records: list[FileRecord]) -> list[FileRecord]:
+        """The records, each with the plugins' results for its version."""
+        found = store.load(self._conn, [r.sha256 for r in records if not r.deleted])
+        if not found:
+            return records
+        return [replace(r, analyses=found.get(r.sha256, ())) for r in records]
 
     def count(self, selection: Selection = EVERY_ROW) -> int:
         """How many items (deleted ones included) the selection holds.
@@ -137,7 +145,7 @@ class Snapshot:
     def _one(self, column: str, value: object) -> FileRecord | None:
         sql = f"SELECT {_RECORD_COLUMNS} FROM files WHERE {column} = ?"
         row = self._conn.execute(sql, (value,)).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else self._with_analyses([_record(row)])[0]
 
     def earliest_datestamp(self) -> int | None:
         """The smallest datestamp of any row, deleted ones included; None when empty."""

@@ -19,6 +19,7 @@ IMPORTS = {
     "urn:mpeg:mpeg21:2002:02-DIDL-NS": REFERENCE / "didl.xsd",
     "urn:coop-archive:http-header:1.0": OWN / "http_header.xsd",
     "urn:coop-archive:preservation:1.0": OWN / "preservation.xsd",
+    "http://www.loc.gov/premis/v3": REFERENCE / "premis.xsd",
 }
 
 

@@ -31,3 +31,23 @@ def test_the_combined_schema_rejects_an_invalid_response() -> None:
         assert "schema-invalid" in str(exc)
     else:
         raise AssertionError("an OAI-PMH document without responseDate passed validation")
+
+
+def test_a_premis_object_inside_a_didl_statement_is_checked() -> None:
+    """DIDL's Statement is lax: the PREMIS 3 schema carried here is what checks its object."""
+    bad = etree.fromstring(
+        b'<didl:DIDL xmlns:didl="urn:mpeg:mpeg21:2002:02-DIDL-NS"><didl:Item><didl:Component>'
+        b'<didl:Descriptor><didl:Statement mimeType="application/xml">'
+        b'<premis:premis xmlns:premis="http://www.loc.gov/premis/v3" version="3.0">'
+        b'<premis:object xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
+        b' xsi:type="premis:file"><premis:size>1</premis:size></premis:object>'
+        b"</premis:premis></didl:Statement></didl:Descriptor>"
+        b'<didl:Resource mimeType="text/plain" ref="http://x/"/></didl:Component></didl:Item>'
+        b"</didl:DIDL>"
+    )
+    try:
+        assert_valid(bad)
+    except AssertionError as exc:
+        assert "objectIdentifier" in str(exc)
+    else:
+        raise AssertionError("a PREMIS object without an identifier passed validation")

@@ -207,7 +207,7 @@ def test_list_metadata_formats(oai: OAIClient, provider: RunningServer) -> None:
     for params in ({}, {"identifier": provider.url + "/index.html"}):
         root = oai.get(verb="ListMetadataFormats", **params)
         prefixes = [e.text for e in root.iter(f"{OAI}metadataPrefix")]
-        assert prefixes == ["oai_dc", "http_header", "oai_didl"]
+        assert prefixes == ["oai_dc", "http_header", "oai_didl", "premis"]
     schema = [e.text for e in root.iter(f"{OAI}schema")][1]
     resp = requests.get(schema, timeout=10)
     assert resp.status_code == 200 and b"urn:coop-archive:http-header:1.0" in resp.content

@@ -122,7 +122,7 @@ def test_a_request_too_large_is_refused_at_once_over_a_socket(dev_server: Runnin
 
 def test_the_corpus_covers_every_list_page(corpus: Corpus, fuzz_site: Manifest) -> None:
     assert len(corpus.identifiers) == len(fuzz_site.public)
-    assert corpus.prefixes == ("oai_dc", "http_header", "oai_didl")
+    assert corpus.prefixes == ("oai_dc", "http_header", "oai_didl", "premis")
     assert {verb for verb, _ in corpus.tokens} == {"ListIdentifiers", "ListRecords"}
     assert "text:html" in corpus.sets
 

@@ -10,7 +10,9 @@ this order:
 2. ``http:header`` (``schemas/http_header.xsd``): the status line and header fields, in the
    order sent;
 3. ``pres:digests``, ``pres:mimeType``, ``pres:oaiHeader`` (only for resources listed over
-   OAI-PMH), ``pres:warcRecord`` and ``pres:provenance`` (``schemas/preservation.xsd``).
+   OAI-PMH), ``pres:warcRecord`` and ``pres:provenance`` (``schemas/preservation.xsd``);
+4. with ``--identify``, the payload's PREMIS 3 object and one ``pres:analysis`` per tool
+   that identified it (:mod:`harvester.archive.identify`).
 
 A deletion record has ``dii:Identifier``, ``pres:deletion``, ``pres:oaiHeader`` (if any), the
 ``pres:warcRecord`` of the last capture (if known) and ``pres:provenance``, and no Component:
@@ -141,6 +143,9 @@ class CaptureDescription:
     warc: WarcPointer
     oai: OaiHeaderInfo | None
     provenance: Provenance
+    # The payload's format identification (harvester.archive.identify): statements as laid
+    # out here, after the provenance.
+    identified: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if self.status < 0:
@@ -175,7 +180,7 @@ def capture_didl(desc: CaptureDescription, *, document_id: str | None = None) ->
     ]
     if desc.oai is not None:
         statements.append(_oai_header(desc.oai))
-    statements += [_warc_record(desc.warc), _provenance(desc.provenance)]
+    statements += [_warc_record(desc.warc), _provenance(desc.provenance), *desc.identified]
     mime = (desc.declared_mime or "").strip() or desc.sniffed_mime or FALLBACK_MIME
     return _document(document_id, statements, _component(mime, desc.warc.uri))
 

@@ -39,9 +39,10 @@ def capture_document(
     at: RecordLocation,
     seen: Revisit | None,
     provenance: Provenance,
+    identified: Sequence[str] = (),
 ) -> bytes:
     """The DIDL of ``result``'s capture, held by the record at ``at`` (a revisit of ``seen``
-    when given)."""
+    when given), with the payload's format identification statements when given."""
     kind = result.record_type if isinstance(result, CarriedExchange) else "response"
     kind = "revisit" if seen is not None else kind
     declared = _header(result.response_headers, "content-type")
@@ -60,6 +61,7 @@ def capture_document(
         warc=WarcPointer(at.record_id, at.filename, at.offset, at.length, kind, result.truncated),
         oai=oai_info(res, provenance.endpoint),
         provenance=provenance,
+        identified=identified,
     )
     return capture_didl(desc)
 

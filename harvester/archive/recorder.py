@@ -41,8 +41,9 @@ from harvester import __version__
 from harvester.archive import capturegroup, carriedgroup
 from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
 from harvester.archive.carriedgroup import CarriedExchange
-from harvester.archive.didl import Provenance
+from harvester.archive.didl import FALLBACK_MIME, Provenance
 from harvester.archive.didlrecord import capture_document, deletion_document
+from harvester.archive.identify import Identifier, payload_of, statements
 from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
 from harvester.archive.storedhead import StoredHead, refreshed, stored_head
@@ -67,10 +68,18 @@ def conditional_headers(res: Resource | None) -> dict[str, str]:
 
 
 class Recorder:
-    def __init__(self, writer: RotatingWARCWriter, *, strategy: str, endpoint: str | None) -> None:
+    def __init__(
+        self,
+        writer: RotatingWARCWriter,
+        *,
+        strategy: str,
+        endpoint: str | None,
+        identifier: Identifier | None = None,
+    ) -> None:
         self.writer = writer
         self.strategy = strategy
         self.endpoint = endpoint
+        self.identifier = identifier  # format identification of payloads (--identify)
 
     def provenance(self) -> Provenance:
         return Provenance(
@@ -315,7 +324,20 @@ class Recorder:
         at: RecordLocation,
         seen: Revisit | None = None,
     ) -> bytes:
-        return capture_document(res, result, payload, at, seen, self.provenance())
+        identified: list[str] = []
+        if self.identifier is not None and 200 <= result.status < 300:
+            declared = _header(result.response_headers, "content-type")
+            identified = self._identified(result, payload, declared)
+        return capture_document(res, result, payload, at, seen, self.provenance(), identified)
+
+    def _identified(
+        self, result: HttpExchange | CarriedExchange, payload: Payload, declared: str | None
+    ) -> list[str]:
+        assert self.identifier is not None
+        body = payload_of(result.body, _header(result.response_headers, "content-encoding"))
+        runs = self.identifier.identify(body, result.url, payload.sha256, datetime.now(UTC))
+        mime = (declared or "").partition(";")[0].strip() or FALLBACK_MIME
+        return statements(result.url, payload.sha1, payload.sha256, len(result.body), mime, runs)
 
     # -- after a crash -----------------------------------------------------------------
 

@@ -309,7 +309,12 @@ def _serve(sock: socket.socket, parent: int, recorder: Recorder, follow_nofollow
         writer = recorder.writer.sibling()
         server = _Server(
             sock,
-            Recorder(writer, strategy=recorder.strategy, endpoint=recorder.endpoint),
+            Recorder(
+                writer,
+                strategy=recorder.strategy,
+                endpoint=recorder.endpoint,
+                identifier=recorder.identifier,
+            ),
             follow_nofollow,
         )
         server.run()

@@ -80,9 +80,10 @@ class FormatRegistry:
 
 
 def default_registry() -> FormatRegistry:
-    """``oai_dc`` (required by the protocol), ``http_header`` and ``oai_didl``."""
+    """``oai_dc`` (required by the protocol), ``http_header``, ``oai_didl`` and ``premis``."""
     from server_module.formats.http_header import HTTP_HEADER
     from server_module.formats.oai_dc import OAI_DC
     from server_module.formats.oai_didl import OAI_DIDL
+    from server_module.formats.premis import PREMIS
 
-    return FormatRegistry([OAI_DC, HTTP_HEADER, OAI_DIDL])
+    return FormatRegistry([OAI_DC, HTTP_HEADER, OAI_DIDL, PREMIS])

@@ -4,7 +4,10 @@ As in mod_oai, one Item per file: a ``dii:Identifier`` with the URL, descriptors
 ``http_header`` and ``oai_dc`` records and the digests, and a Component with the resource by
 reference (``ref`` = URL) and, for files up to ``inline_max`` bytes, by value in base64. A file
 whose bytes no longer match the indexed digest (changed since the last refresh) is given by
-reference only, so a record never pairs new bytes with old metadata.
+reference only, so a record never pairs new bytes with old metadata. The Component carries
+the file's forensic metadata as Descriptors: its PREMIS 3 object description
+(:mod:`coop_common.premis`) and one ``pres:analysis`` a plugin that ran on it
+(:mod:`coop_common.toolreport`).
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ import hashlib
 
 import pybase64
 
+from coop_common.premis import premis_element
+from coop_common.toolreport import analysis_element
 from coop_common.xmltext import attr, text
 from server_module.files import open_public
 from server_module.formats import XSI, FormatContext
 from server_module.formats.http_header import header_element
 from server_module.formats.oai_dc import DC, OAI_DC
 from server_module.formats.oai_dc import NAMESPACE as OAI_DC_NS
+from server_module.formats.premis import facts
 from server_module.headers import file_headers
 from server_module.records import FileRecord
 
@@ -59,6 +65,16 @@ def read_inline(record: FileRecord, ctx: FormatContext) -> bytes | None:
     return data
 
 
+def component_descriptors(record: FileRecord) -> list[str]:
+    """The PREMIS object, then each plugin's output; nothing when no plugin ran."""
+    if not record.analyses:
+        return []
+    return [
+        statement(premis_element(facts(record))),
+        *(statement(analysis_element(a)) for a in record.analyses),
+    ]
+
+
 class OaiDidl:
     prefix = "oai_didl"
     namespace = DIDL
@@ -78,7 +94,9 @@ class OaiDidl:
             ),
             statement(dc + OAI_DC.dc_elements(record) + "</oai_dc:dc>"),
             statement(digests_element(record.sha1, record.sha256)),
-            f'<didl:Component><didl:Resource mimeType="{mime}" ref="{url}"/>',
+            "<didl:Component>",
+            *component_descriptors(record),
+            f'<didl:Resource mimeType="{mime}" ref="{url}"/>',
         ]
         data = read_inline(record, ctx)
         if data is not None:
@@ -91,7 +109,8 @@ class OaiDidl:
 
     def weight(self, record: FileRecord, ctx: FormatContext) -> int:
         inline = record.size * 4 // 3 if record.size <= ctx.inline_max else 0
-        return 2000 + inline
+        outputs = sum(len(a.output) + 600 for a in record.analyses)
+        return 2000 + inline + (1500 + outputs if record.analyses else 0)
 
 
 OAI_DIDL = OaiDidl()
