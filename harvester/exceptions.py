@@ -22,7 +22,8 @@
     │   ├── StateURLError        the state URL names no supported store (exit code 2)
     │   └── LeaseLost            a worker's lease was taken over: its step is rolled back
     ├── CollectionInUse          another run holds the collection's lock (exit code 2)
-    └── NotACollection           a folder to look at holds no state and no WARC files
+    ├── NotACollection           a folder to look at holds no state and no WARC files
+    └── InterruptedCollection    a read-only collection a killed harvest left unfinished
 """
 
 from __future__ import annotations
@@ -176,3 +177,8 @@ class CollectionInUse(HarvestError):
 
 class NotACollection(HarvestError):
     """A folder given to ``status``, ``verify``, ``report`` or ``wacz`` holds no collection."""
+
+
+class InterruptedCollection(HarvestError):
+    """A harvest was interrupted in a collection that cannot be repaired where it lies (it
+    cannot be written): reading it as it is would report success on what is missing."""

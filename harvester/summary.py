@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from coop_common.exitcode import ExitCode
+
 FETCH_COUNTS = ("fetched", "unchanged", "failed", "bytes", "changed_during")
 
 
@@ -34,6 +36,12 @@ class Summary:
     def finished(self) -> int:
         """Resources this run's fetches are done with: fetched, unchanged or failed."""
         return self.fetched + self.unchanged + self.failed
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """PARTIAL when resources or lists failed, else OK."""
+        partial = self.failed or self.broken or self.lists_failed
+        return ExitCode.PARTIAL if partial else ExitCode.OK
 
     @property
     def coverage(self) -> float:

@@ -2,7 +2,7 @@
 and ``didl`` run as the README shows them, and none writes a byte into it.
 
 As root (which ignores permission bits) the copy is bind-mounted read-only in a private mount
-namespace (``unshare -m``); as another user it is made read-only with ``chmod -R a-w``.
+namespace (``unshare -m``) for the command; as another user it is ``chmod -R a-w`` meanwhile.
 """
 
 from __future__ import annotations
@@ -29,12 +29,22 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Harvested]:
 
 
 def read_only(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    """``harvester ARGV`` with ``folder`` read-only for it."""
-    command = [HARVESTER, *argv]
+    """``harvester ARGV`` with ``folder`` read-only for it (and writable again after)."""
     if os.geteuid() == 0:
         mount = 'mount --bind -o ro "$0" "$0" && exec "$@"'
         command = ["unshare", "-m", "--propagation", "private", "sh", "-c", mount, str(folder)]
-        command += [HARVESTER, *argv]
+        return _run([*command, HARVESTER, *argv])
+    paths = [folder, *folder.rglob("*")]
+    for path in paths:
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    try:
+        return _run([HARVESTER, *argv])
+    finally:
+        for path in paths:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -52,12 +62,7 @@ def frozen(collection: Harvested, tmp_path: Path, request: pytest.FixtureRequest
     folder = collection.copy(tmp_path / "ro")
     if request.param == "crashed":
         _crash_writing(folder / "state.sqlite")
-    if os.geteuid() != 0:
-        for path in [folder, *folder.rglob("*")]:
-            path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     yield folder
-    for path in [folder, *folder.rglob("*")]:
-        path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
 def _crash_writing(state: Path) -> None:

@@ -15,6 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from coop_common.exitcode import ExitCode
 from harvester.archive.recordbytes import gzip_parts
 from harvester.cli import main
+from harvester.lock import CollectionLock
 from tests.harvested import Harvested, harvested
 
 
@@ -184,13 +185,14 @@ def test_the_text_output_names_each_damage_on_its_own_line(
 def test_captures_in_a_file_still_being_written_are_left_for_later(
     collection: Harvested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As a running harvest leaves it: the state points into an ``.open`` file that no index
-    covers yet."""
+    """As a running harvest leaves it while it holds the collection's lock: the state points
+    into an ``.open`` file that no index covers yet."""
     folder = collection.copy(tmp_path / "c")
     path = the_warc(folder)
     path.rename(path.with_name(path.name + ".open"))
     for index in (folder / "indexes").glob("*.cdxj"):
         index.unlink()
-    code, found = run_verify(folder, capsys)
+    with CollectionLock(folder):
+        code, found = run_verify(folder, capsys)
     assert code == ExitCode.OK and found["damage"] == []
     assert (found["warcs"], found["captures"]) == (0, 0)
