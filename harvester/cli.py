@@ -375,7 +375,8 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
-    keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "abandoned")
+    keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "gone")
+    keys += ("abandoned",)
     keys += ("bytes", "seconds", "coverage")
     if summary.get("records") or summary.get("mode") == "records":
         keys = ("records", "deleted", "broken", "fetched", "unchanged", "failed", "seconds")

@@ -48,7 +48,9 @@ def headline(data: ReportData) -> dict[str, Any]:
         "captures": len(data.captures),
         "bytes": sum(c.size for c in data.captures),
         "warc_files": data.warc_files,
-        "failed": sum(data.failures.values()),
+        "failed": data.failure_statuses["failed"],  # still retried: harvester/failures.py
+        "gone": data.failure_statuses["gone"],
+        "abandoned": data.failure_statuses["abandoned"],
         "crawl": data.crawled,
     }
 
@@ -129,7 +131,7 @@ def _share(data: ReportData) -> list[str]:
 
 
 def _runs(data: ReportData) -> list[str]:
-    keys = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
+    keys = ("listed", "fetched", "unchanged", "deleted", "failed", "gone", "bytes")
     rows = [
         (r.start, r.end or "unfinished", r.mode, *(r.counts.get(k, "") for k in keys))
         for r in data.runs

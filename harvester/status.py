@@ -82,10 +82,14 @@ def folder_status(collection: Collection, read_state: bool = True) -> dict[str, 
 def _read_state(state: State, result: dict[str, Any]) -> None:
     resources: Counter[str] = Counter()
     failures: Counter[str] = Counter()
+    by_status: dict[str, Counter[str]] = {}
     for site in state.sites():
         counts = state.counts(site)
         resources.update(counts)
-        failures.update(reason(s, h, e) for s, h, e in state.failures(site))
+        for status, http_status, error in state.failures(site):
+            cause = reason(status, http_status, error)
+            failures[cause] += 1
+            by_status.setdefault(status, Counter())[cause] += 1
         source = state.source(site)
         endpoint = source.endpoint if source else None
         result["sites"].append(
@@ -95,6 +99,7 @@ def _read_state(state: State, result: dict[str, Any]) -> None:
         entry["lists"] = _lists(state, entry["endpoint"])
     result["resources"] = dict(sorted(resources.items()))
     result["failures"] = dict(failures.most_common())
+    result["failures_by_status"] = {k: dict(c.most_common()) for k, c in sorted(by_status.items())}
 
 
 def _lists(state: State, endpoint: str | None) -> list[dict[str, Any]]:
@@ -137,7 +142,7 @@ def render(report: dict[str, Any]) -> str:
     if "job" in report:
         job = report["job"]
         lines.append(f"job {job['state']}: " + _pairs(job["resources"]))
-        lines += [f"  failed {n}: {cause}" for cause, n in job["failures"].items()]
+        lines += _failure_lines(job)
         for site, workers in job["workers"].items():
             lines.append(f"  site {site}: " + _pairs({w or "-": n for w, n in workers.items()}))
     if len(report["collections"]) > 1 or "job" in report:
@@ -152,8 +157,7 @@ def _render_one(one: dict[str, Any]) -> list[str]:
         f"  warcs: {warcs['files']} files, {warcs['bytes']} bytes"
         + (f", {warcs['open']} open" if warcs["open"] else ""),
     ]
-    for cause, n in one["failures"].items():
-        lines.append(f"  failed {n}: {cause}")
+    lines += _failure_lines(one)
     for site in one["sites"]:
         lines.append(f"  site {site['site']}: {site['endpoint'] or 'crawl'}")
         for item in site["lists"]:
@@ -167,8 +171,14 @@ def _render_one(one: dict[str, Any]) -> list[str]:
     return lines
 
 
-_RUN_KEYS = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
+_RUN_KEYS = ("listed", "fetched", "unchanged", "deleted", "failed", "gone", "bytes")
 _CRAWL_RUN_KEYS = tuple(key for key in _RUN_KEYS if key != "listed")  # a crawl lists nothing
+
+
+def _failure_lines(found: dict[str, Any]) -> list[str]:
+    """``failed``, ``gone`` and ``abandoned`` resources by reason (harvester/failures.py)."""
+    by_status = found.get("failures_by_status", {})
+    return [f"  {s} {n}: {cause}" for s, causes in by_status.items() for cause, n in causes.items()]
 
 
 def _pairs(values: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from coop_common.exitcode import ExitCode
 
-FETCH_COUNTS = ("fetched", "unchanged", "failed", "bytes", "changed_during")
+FETCH_COUNTS = ("fetched", "unchanged", "failed", "gone", "bytes", "changed_during")
 
 
 @dataclass
@@ -16,7 +16,8 @@ class Summary:
     fetched: int = 0
     unchanged: int = 0
     deleted: int = 0
-    failed: int = 0  # failed fetches of this run
+    failed: int = 0  # failed fetches of this run still to be retried (harvester/failures.py)
+    gone: int = 0  # resources this run found gone (a 404 or 410 repeated): settled
     abandoned: int = 0  # resources whose listed version failed every attempt (in the state)
     bytes: int = 0
     seconds: float = 0.0
@@ -39,7 +40,8 @@ class Summary:
 
     @property
     def exit_code(self) -> ExitCode:
-        """PARTIAL when resources or lists failed, else OK."""
+        """PARTIAL when resources failed that are still to be retried, or lists failed; else
+        OK (a resource found gone or abandoned is settled, no failure of the run)."""
         partial = self.failed or self.broken or self.lists_failed
         return ExitCode.PARTIAL if partial else ExitCode.OK
 

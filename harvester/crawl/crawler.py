@@ -45,13 +45,13 @@ from harvester.exceptions import (
     TransientFetchError,
 )
 from harvester.exchange import HttpExchange
+from harvester.failures import GONE, settles_gone
 from harvester.fetch import Fetcher
 from harvester.retries import parse_retry_after
 from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
-GONE = (404, 410)
 
 
 @dataclass
@@ -277,13 +277,21 @@ class Crawler:
         self.frontier.scheduler.set_crawl_delay(item.host, delay)
 
     async def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
-        if result.status in GONE:
-            log.warning("%s: HTTP %d %s", item.url, result.status, result.reason)
+        if result.status in GONE:  # the failure lifecycle: harvester/failures.py
+            gone = settles_gone(res, result.status)
+            error = f"HTTP {result.status} {result.reason}"
+            log.warning("%s: %s%s", item.url, error, " again: gone" if gone else "")
             with self.batch.step():
                 self._acknowledge(item)
-                self.state.mark_gone(item.url, result.status)
+                if gone:
+                    self.state.mark_gone(item.url, result.status)
+                else:
+                    self.state.mark_failed(item.url, error, result.status)
                 self.state.dequeue(item.url)
-            self.summary.failed += 1
+            if gone:
+                self.summary.gone += 1
+            else:
+                self.summary.failed += 1
             return
         assert res is not None, "every queued URL has a resource row"
         archived = await self.archivist.archive(res, result)
