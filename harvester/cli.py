@@ -290,6 +290,7 @@ def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
     """Write a self-contained HTML report, with plots, of the collections FOLDERS..."""
     from harvester.report import write_report
 
+    _check_target(target)
     _settle(folders)
     found = write_report(folders, target)
     _echo(found, as_json, f"wrote {target}: " + " ".join(f"{k}={v}" for k, v in found.items()))
@@ -307,6 +308,7 @@ def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:
     from harvester.verify import total_bytes
     from harvester.wacz import write_wacz
 
+    _check_target(target)
     _log_to(None, quiet)
     _settle((folder,))
     with ByteProgress("wacz", total_bytes([folder]), quiet=quiet) as progress:
@@ -317,6 +319,12 @@ def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:
         f"wrote {target}: " + " ".join(f"{k}={v}" for k, v in found.items() if k != "wacz"),
     )
     return ExitCode.OK
+
+
+def _check_target(target: Path) -> None:
+    """A file to write goes into a folder that exists: a typo is refused, not made."""
+    if not target.parent.is_dir():
+        raise click.UsageError(f"--to {target}: no folder {target.parent}")
 
 
 def _settle(folders: tuple[Path, ...]) -> None:

@@ -37,7 +37,6 @@ def write_report(folders: Sequence[Path], target: Path) -> dict[str, Any]:
     data = collect(folders)
     page = render(data, [str(f) for f in folders])
     partial = target.with_name(target.name + ".part")
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial.write_text(page, encoding="utf-8")
     os.replace(partial, target)
     return headline(data)

@@ -68,7 +68,6 @@ def write_wacz(folder: Path, target: Path, tick: Tick | None = None) -> dict[str
     lines = cdxj_lines(collection.indexes())
     pages = html_pages(collection.warc_dir, lines)
     partial = target.with_name(target.name + ".part")
-    target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         resources = [_add_file(zf, p, f"archive/{p.name}", tick) for p in collection.warcs()]
         index = gzip.compress("".join(lines).encode(), mtime=0)

@@ -25,6 +25,7 @@ from sickle import Sickle
 from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer
 from harvester.archive.repair import verify_warc
 from harvester.cli import main
+from harvester.runlog import RunLog
 from harvester.records.itemdidl import LinkedCapture, item_didl
 from tests.pgcluster import PGCluster
 from tests.schemas import assert_valid
@@ -82,6 +83,8 @@ def test_records_landing_pages_and_files(
         code, summary = ingest(server, tmp_path / "c", capsys)
         listed = list(Sickle(server.url + "/oai").ListRecords(metadataPrefix="oai_dc"))
     assert code == 0 and summary["mode"] == "records"
+    (run,) = RunLog(tmp_path / "c").runs()
+    assert (run.mode, run.exit) == ("records", 0), "runs.jsonl names the mode the run found"
     assert summary["records"] == 12
     assert summary["linked"] == {"fetched": 36, "unchanged": 0, "failed": 0}
     records = warc_records(tmp_path / "c")

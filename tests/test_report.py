@@ -112,3 +112,14 @@ def test_a_harvest_over_oai_pmh_has_no_crawl_plots(tmp_path: Path) -> None:
     page = page_of(target)
     assert sum(int(n) for _m, n, _b in table(page, "mime")) == len(found.site.public)
     assert "Not a crawl" in page.get_element_by_id("hosts").getnext().text_content()
+
+
+def test_a_target_in_a_folder_that_does_not_exist_is_refused(
+    crawled: tuple[Harvested, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found, _ = crawled
+    target = tmp_path / "no" / "such" / "r.html"
+    assert main(["report", str(found.out), "--to", str(target)]) == ExitCode.USAGE
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"harvester: --to {target}: no folder {target.parent}")
+    assert not (tmp_path / "no").exists()
