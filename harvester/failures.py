@@ -24,6 +24,9 @@ same three statuses (docs/collection.md, "The failure lifecycle").
 
 from __future__ import annotations
 
+import logging
+
+from harvester.exceptions import RobotsUnreachable
 from harvester.storage.protocol import Resource
 
 GONE = (404, 410)  # the server says the URL is not there
@@ -31,21 +34,30 @@ GONE = (404, 410)  # the server says the URL is not there
 
 def settles_gone(res: Resource | None, http_status: int | None) -> bool:
     """Whether this answer makes the resource ``gone``: a 404 or 410 repeating the answer of
-    its last failed attempt (since its last capture), or answered again while it is gone.
+        its last failed attempt (since its last capture), or answered again while it is gone.
 
-    >>> from harvester.storage.protocol import Resource
-    >>> def res(status: str, http: int | None, attempts: int) -> Resource:
-    ...     return Resource("http://h/x", None, None, None, (), status, None, None, None,
-    ...                     None, None, None, None, None, None, None, attempts, http)
-    >>> settles_gone(res("pending", None, 0), 404)  # the first answer: retried
-    False
-    >>> settles_gone(res("failed", 404, 1), 404), settles_gone(res("gone", 410, 2), 410)
-    (True, True)
-    >>> settles_gone(res("failed", 503, 1), 404), settles_gone(res("failed", 404, 1), 503)
-    (False, False)
-    >>> settles_gone(res("archived", 200, 0), 404)  # was there at its last capture
-    False
+        >>> import logging
+
+    from harvester.exceptions import RobotsUnreachable
+    from harvester.storage.protocol import Resource
+        >>> def res(status: str, http: int | None, attempts: int) -> Resource:
+        ...     return Resource("http://h/x", None, None, None, (), status, None, None, None,
+        ...                     None, None, None, None, None, None, None, attempts, http)
+        >>> settles_gone(res("pending", None, 0), 404)  # the first answer: retried
+        False
+        >>> settles_gone(res("failed", 404, 1), 404), settles_gone(res("gone", 410, 2), 410)
+        (True, True)
+        >>> settles_gone(res("failed", 503, 1), 404), settles_gone(res("failed", 404, 1), 503)
+        (False, False)
+        >>> settles_gone(res("archived", 200, 0), 404)  # was there at its last capture
+        False
     """
     if res is None or http_status not in GONE:
         return False
     return res.attempts > 0 and res.http_status == http_status
+
+
+def log_level(exc: BaseException) -> int:
+    """How loudly to log one URL's failed fetch: a failure its host's unreadable robots.txt
+    caused is INFO, since ``robots.py`` warned once for the whole host."""
+    return logging.INFO if isinstance(exc, RobotsUnreachable) else logging.WARNING

@@ -28,7 +28,7 @@ from harvester.chain import fetch_chain
 from harvester.clock import http_time
 from harvester.exceptions import FetchError, LeaseLost
 from harvester.exchange import HttpExchange
-from harvester.failures import GONE, settles_gone
+from harvester.failures import GONE, log_level, settles_gone
 from harvester.limits import FetchSettings
 from harvester.politeness import Pacer
 from harvester.requesturl import origin_prefix
@@ -243,7 +243,7 @@ class ListedFetch:
         try:
             hops = await fetch_chain(fetcher, res.url, conditional_headers(res), limit=limit)
         except FetchError as exc:
-            self._fail(marks, res, str(exc), getattr(exc, "status", None))
+            self._fail(marks, res, str(exc), getattr(exc, "status", None), log_level(exc))
             return None
         result = hops[-1]
         if result.status in GONE or result.status >= 400:
@@ -291,23 +291,30 @@ class ListedFetch:
             marks.note(res.url, note)
             self.summary.changed_during += 1
 
-    def _fail(self, marks: StateMarks, res: Resource, error: str, status: int | None) -> None:
+    def _fail(
+        self,
+        marks: StateMarks,
+        res: Resource,
+        error: str,
+        status: int | None,
+        level: int = logging.WARNING,
+    ) -> None:
         """One more failed attempt (:mod:`harvester.failures`): a 404 or 410 repeated makes
         the resource gone; another is retried by a later run after a back-off that doubles
         with each attempt, and abandoned (until a newer version is listed) after the last.
         Only a failure still to be retried counts as the run's ``failed``."""
         attempt = res.attempts + 1
         if settles_gone(res, status):
-            log.warning("%s: %s again (attempt %d): gone", res.url, error, attempt)
+            log.log(level, "%s: %s again (attempt %d): gone", res.url, error, attempt)
             marks.mark_gone(res.url, status or 0)
             self.summary.gone += 1
             return
         if attempt >= self.settings.max_attempts:
-            log.warning("%s: %s (attempt %d, the last: abandoned)", res.url, error, attempt)
+            log.log(level, "%s: %s (attempt %d, the last: abandoned)", res.url, error, attempt)
             marks.abandon(res.url, error, status)
             return
         wait = self.settings.retry_delay * 2 ** (attempt - 1)
-        log.warning("%s: %s (attempt %d; retried after %.0f s)", res.url, error, attempt, wait)
+        log.log(level, "%s: %s (attempt %d; retried after %.0f s)", res.url, error, attempt, wait)
         marks.mark_failed(res.url, error, status)
         self.summary.failed += 1
         self.summary.errors.append(f"{res.url}: {error}")

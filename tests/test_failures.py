@@ -17,6 +17,7 @@ import pytest
 from coop_common.exitcode import ExitCode
 from tests.conftest import start_provider
 from tests.harvested import MISSING
+from tests.servers import start_wsgi
 from tests.sites import make_site
 
 HARVESTER = str(Path(sys.executable).with_name("harvester"))
@@ -75,3 +76,20 @@ def test_a_broken_link_fails_twice_then_is_gone_and_the_runs_pass(
     assert list(one["failures_by_status"]) == ["gone"]
     code, report = run("report", str(out), "--to", str(tmp_path / "r.html"))
     assert (report["failed"], report["gone"]) == (0, 1)
+
+
+def test_an_unreadable_robots_txt_is_one_warning_for_its_host(tmp_path: Path) -> None:
+    """robots.txt answering 503: every URL of the host waits, and the log says so once."""
+    kwargs = {"robots_status": 503}
+    with start_wsgi("tests.hostile:site", kwargs, ready_path="/count?path=/") as server:
+        seeds = [f"{server.url}/hello/{n}" for n in range(6)]
+        argv = [HARVESTER, "harvest", seeds[0], "--out", str(tmp_path / "out"), "--mode", "crawl"]
+        argv += [flag for seed in seeds[1:] for flag in ("--seed", seed)]
+        env = {**os.environ, "HARVESTER_ROBOTS_ERROR_TTL": "0.2"}  # asked again at each retry
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=300, check=False, env=env
+        )
+    assert done.returncode == ExitCode.PARTIAL, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if " WARNING " in line]
+    assert len(warnings) == 1, warnings
+    assert f"robots.txt {server.url}/robots.txt unreachable" in warnings[0]

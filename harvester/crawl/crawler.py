@@ -45,7 +45,7 @@ from harvester.exceptions import (
     TransientFetchError,
 )
 from harvester.exchange import HttpExchange
-from harvester.failures import GONE, settles_gone
+from harvester.failures import GONE, log_level, settles_gone
 from harvester.fetch import Fetcher
 from harvester.retries import parse_retry_after
 from harvester.storage.protocol import Resource, State
@@ -315,7 +315,7 @@ class Crawler:
 
     def _failed(self, item: QueuedURL, exc: FetchError, latency: float) -> None:
         status = getattr(exc, "status", None)
-        log.warning("%s: %s", item.url, exc)
+        log.log(log_level(exc), "%s: %s", item.url, exc)
         with self.batch.step():
             self._acknowledge(item)
             self.state.mark_failed(item.url, str(exc), status)
