@@ -48,7 +48,8 @@ def settle(folder: Path) -> Settled:
     """Finish, as the next harvest would, a harvest that was interrupted in ``folder``."""
     collection = Collection(folder)
     left_open = collection.open_warcs()
-    unfinished = [run for run in collection.runs.runs() if run.end is None]
+    runs = collection.runs.runs()
+    unfinished = [run for run in runs if run.end is None]
     if not left_open and not unfinished:
         return Settled()
     if not collection.writable:
@@ -64,15 +65,16 @@ def settle(folder: Path) -> Settled:
         return Settled()  # a worker of a shared job is running
     try:
         with CollectionLock(folder):
-            return _repair(collection, unfinished)
+            return _repair(collection, unfinished, runs[-1] if runs else None)
     except CollectionInUse:
         return Settled()  # a harvest is running: its .open files are being written
 
 
-def _repair(collection: Collection, unfinished: list[Run]) -> Settled:
+def _repair(collection: Collection, unfinished: list[Run], last: Run | None) -> Settled:
+    """Repair as the next harvest would; ``last`` (the last run) says how its captures count
+    (a crawl's are remembered, a listed run's archived)."""
     repaired = repair_open_files(collection.warc_dir, group_end=ends_group)
     learnt = 0
-    last = unfinished[-1] if unfinished else None
     if repaired:
         found = recovered(repaired)
         with collection.state() as state:

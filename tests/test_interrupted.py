@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -162,3 +164,38 @@ def test_a_killed_crawl_is_finished_by_verify_and_resumed_by_the_next_crawl(
                 if r.rec_type in ("response", "revisit")
             }
     assert linked <= with_records
+
+
+def test_ctrl_c_in_a_crawl_then_verify_wacz_and_report_read_what_it_archived(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C (SIGINT): the crawl ends with exit 130 and its end line, its WARC file often
+    still ``.open`` (the archiving process's); ``verify``, ``wacz`` and ``report`` count what
+    it archived, not nothing."""
+    pages = make_site(tmp_path / "www", pages=200, seed=13)
+    folder = tmp_path / "out"
+    with start_provider(
+        pages.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
+    ) as server:
+        argv = [HARVESTER, "harvest", server.url + "/", "--out", str(folder), "--quiet"]
+        argv += ["--mode", "crawl", "--delay-factor", "0", "--delay", "0.02"]
+        crawl = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and crawl.poll() is None:
+            if sum(p.stat().st_size for p in folder.glob("warcs/*.open")) > 16 * 1024:
+                break
+            time.sleep(0.02)
+        assert crawl.poll() is None, "the crawl ended before it could be interrupted"
+        crawl.send_signal(signal.SIGINT)
+        _out, err = crawl.communicate(timeout=120)
+    assert crawl.returncode == 130, err.decode()
+    assert runs(folder)[-1]["exit"] == 130
+
+    verified = harvester("verify", str(folder), "--quiet", "--json")
+    assert verified.returncode == 0, verified.stdout
+    found = json.loads(verified.stdout)
+    assert found["warcs"] >= 1 and found["index_lines"] == responses(folder) > 0
+    packaged = harvester("wacz", str(folder), "--to", str(tmp_path / "c.wacz"), "--json")
+    assert json.loads(packaged.stdout)["captures"] == found["index_lines"]
+    reported = harvester("report", str(folder), "--to", str(tmp_path / "r.html"), "--json")
+    assert json.loads(reported.stdout)["captures"] >= found["index_lines"]
