@@ -167,6 +167,10 @@ def _render_one(one: dict[str, Any]) -> list[str]:
         counts = run["counts"]
         keys = _CRAWL_RUN_KEYS if run["mode"] == "crawl" else _RUN_KEYS
         done = _pairs({k: counts[k] for k in keys if k in counts}) or "unfinished"
+        if run.get("interrupted"):
+            done = "interrupted (killed; repaired since)"
+        elif run.get("exit") is not None:
+            done += f" exit={run['exit']}"
         lines.append(f"  run {run['start']} .. {run['end'] or '?'} {run['mode']}: {done}")
     return lines
 

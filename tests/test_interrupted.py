@@ -95,7 +95,8 @@ def test_the_next_harvest_after_a_repair_finishes_the_job(
 ) -> None:
     pages, server = site
     folder = Path(shutil.copytree(killed, tmp_path / "c"))
-    assert harvester("status", str(folder)).returncode == 0
+    shown = harvester("status", str(folder))
+    assert shown.returncode == 0 and "interrupted (killed; repaired since)" in shown.stdout
     again = harvester("harvest", server.url + "/", "--out", str(folder), "--quiet")
     assert again.returncode == 0, again.stderr
     verified = harvester("verify", str(folder), "--quiet", "--json")

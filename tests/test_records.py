@@ -238,7 +238,7 @@ def test_didl_export_includes_item_records(
     with start() as server:
         ingest(server, tmp_path / "c", capsys, "--linked", "none")
     assert main(["didl", str(tmp_path / "c"), "--to", str(tmp_path / "x")]) == 0
-    exported = [etree.parse(str(p)).getroot() for p in (tmp_path / "x").glob("*.xml")]
+    exported = [etree.parse(str(p)).getroot() for p in (tmp_path / "x").rglob("*.xml")]
     items = [e for e in exported if e.find(f".//{PRES}metadata") is not None]
     assert len(items) == 12
 

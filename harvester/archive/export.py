@@ -1,14 +1,15 @@
 """Exporting the DIDL preservation records of a collection as standalone XML files.
 
 Each file is named from the URL it describes, in wget's ``-x`` layout: a folder per host (and
-port), one per path segment, and the last segment with the capture's WARC-Date and ``.xml``
-appended, so that ``didl/127.0.0.1+8080/docs/a b.html.20240501T120304Z.xml`` is the record of
+port; for an item's identifier, ``oai:…``, its scheme), one per path segment, and the last
+segment with the capture's WARC-Date and ``.xml`` appended, so that
+``didl/127.0.0.1+8080/docs/a b.html.20240501T120304Z.xml`` is the record of
 ``http://127.0.0.1:8080/docs/a%20b.html`` captured then. Each segment is decoded, then quoted
 again keeping letters and digits of any script and a few safe marks (``/``, ``\\``, ``:``,
 ``%``, controls, bidi overrides… become ``%XX``); ``.`` and ``..`` are quoted whole, a query
 is kept as ``%3F…``, an empty last segment (``/`` ending the path) is named ``index``, and a
-segment too long for a file name is cut and given a hash of the whole. Two captures named alike (the
-same URL within one second) get ``-2``, ``-3``… before ``.xml``.
+segment too long for a file name is cut and given a hash of the whole. Two captures named
+alike (the same URL within one second) get ``-2``, ``-3``… before ``.xml``.
 """
 
 from __future__ import annotations
@@ -78,11 +79,17 @@ def export_path(url: str, warc_date: str) -> Path:
     'h/%2E%2E/x/index%3Fq=a%2Fb.20240501T120304Z.xml'
     >>> str(export_path("http://h", "")), str(export_path("http://h/a:b%5Cc%00", ""))
     ('h/index.xml', 'h/a%3Ab%5Cc%00.xml')
+    >>> str(export_path("oai:repo.example.org:12/3", "2024-05-01T12:03:04Z"))
+    'oai/repo.example.org%3A12%2F3.20240501T120304Z.xml'
     """
     parts = urlsplit(url)
-    host = (parts.hostname or "no-host") + (f"+{parts.port}" if parts.port else "")
-    *folders, last = (parts.path or "/").split("/")[1:]
-    last = (last or "index") + (f"?{parts.query}" if parts.query else "")
+    if parts.scheme not in ("http", "https") or not parts.hostname:  # an item's identifier
+        scheme, _, rest = url.partition(":")
+        host, folders, last = (scheme if rest else "") or "identifier", [], rest or url
+    else:
+        host = parts.hostname + (f"+{parts.port}" if parts.port else "")
+        *folders, last = ("/" + parts.path.lstrip("/")).split("/")[1:]
+        last = (last or "index") + (f"?{parts.query}" if parts.query else "")
     stamp = "".join(c for c in warc_date.split(".")[0] if c.isalnum())
     stamp = f"{stamp}Z" if stamp and not stamp.endswith("Z") else stamp
     name = _segment(last) + (f".{stamp}" if stamp else "") + ".xml"
