@@ -9,7 +9,8 @@ again keeping letters and digits of any script and a few safe marks (``/``, ``\\
 ``%``, controls, bidi overrides… become ``%XX``); ``.`` and ``..`` are quoted whole, a query
 is kept as ``%3F…``, an empty last segment (``/`` ending the path) is named ``index``, and a
 segment too long for a file name is cut and given a hash of the whole. Two captures named
-alike (the same URL within one second) get ``-2``, ``-3``… before ``.xml``.
+alike (the same URL within one second) get ``-2``, ``-3``… before ``.xml``; the same record
+exported twice is one file.
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ def _escaped(char: str) -> str:
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    """Write ``data`` at ``path``, or beside it (``-2``, ``-3``…) when a capture has it."""
+    """Write ``data`` at ``path``, or beside it (``-2``, ``-3``…) when another capture has
+    it; the same record exported again (a second folder, a second export) is written once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     candidate, number = path, 1
     while True:
@@ -133,5 +135,7 @@ def _write_new(path: Path, data: bytes) -> None:
                 fh.write(data)
             return
         except FileExistsError:
+            if candidate.read_bytes() == data:
+                return
             number += 1
             candidate = path.with_name(f"{path.name.removesuffix('.xml')}-{number}.xml")
