@@ -33,28 +33,28 @@ GONE = (404, 410)  # the server says the URL is not there
 
 
 def settles_gone(res: Resource | None, http_status: int | None) -> bool:
-    """Whether this answer makes the resource ``gone``: a 404 or 410 repeating the answer of
-        its last failed attempt (since its last capture), or answered again while it is gone.
+    """Whether this answer makes the resource ``gone``: a 404 or 410 repeating the HTTP
+    status the state holds for it, that of its last failed attempt or of its last capture
+    (an archived 404 page), or answered again while it is gone.
 
-        >>> import logging
-
-    from harvester.exceptions import RobotsUnreachable
-    from harvester.storage.protocol import Resource
-        >>> def res(status: str, http: int | None, attempts: int) -> Resource:
-        ...     return Resource("http://h/x", None, None, None, (), status, None, None, None,
-        ...                     None, None, None, None, None, None, None, attempts, http)
-        >>> settles_gone(res("pending", None, 0), 404)  # the first answer: retried
-        False
-        >>> settles_gone(res("failed", 404, 1), 404), settles_gone(res("gone", 410, 2), 410)
-        (True, True)
-        >>> settles_gone(res("failed", 503, 1), 404), settles_gone(res("failed", 404, 1), 503)
-        (False, False)
-        >>> settles_gone(res("archived", 200, 0), 404)  # was there at its last capture
-        False
+    >>> from harvester.storage.protocol import Resource
+    >>> def res(status: str, http: int | None, attempts: int) -> Resource:
+    ...     return Resource("http://h/x", None, None, None, (), status, None, None, None,
+    ...                     None, None, None, None, None, None, None, attempts, http)
+    >>> settles_gone(res("pending", None, 0), 404)  # the first answer: retried
+    False
+    >>> settles_gone(res("failed", 404, 1), 404), settles_gone(res("gone", 410, 2), 410)
+    (True, True)
+    >>> settles_gone(res("failed", 503, 1), 404), settles_gone(res("failed", 404, 1), 503)
+    (False, False)
+    >>> settles_gone(res("archived", 200, 0), 404)  # was there at its last capture
+    False
+    >>> settles_gone(res("archived", 404, 0), 404)  # its 404 page was archived last time
+    True
     """
     if res is None or http_status not in GONE:
         return False
-    return res.attempts > 0 and res.http_status == http_status
+    return res.http_status == http_status
 
 
 def log_level(exc: BaseException) -> int:
