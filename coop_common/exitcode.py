@@ -27,6 +27,7 @@ MEANINGS = {
     ExitCode.OK: "complete",
     ExitCode.FAILED: "failed (the cause is printed on one line)",
     ExitCode.USAGE: "usage error, or the collection is in use by another harvester",
-    ExitCode.PARTIAL: "finished, but some resources failed; they are retried on the next run",
+    ExitCode.PARTIAL: "finished, but some resources failed; a later run retries them"
+    " (404 or 410 twice: gone, no failure)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }

@@ -135,8 +135,7 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
     with ProgressReporter(quiet=settings.quiet) as progress:
         summary = build_harvest(settings, progress).run()
     _print_summary(summary.as_dict(), settings.json)
-    partial = summary.failed or summary.broken or summary.lists_failed
-    return ExitCode.PARTIAL if partial else ExitCode.OK
+    return summary.exit_code
 
 
 _FOLDERS = click.Path(exists=True, file_okay=False, path_type=Path)
@@ -212,6 +211,7 @@ def didl(folders: tuple[Path, ...], folder: Path, as_json: bool) -> int:
     """Export every DIDL record of the collections FOLDERS... as standalone XML files."""
     from harvester.archive.export import export_didls
 
+    _settle(folders)
     count = sum(export_didls(out / "warcs", folder) for out in folders)
     _echo({"didl": count, "to": str(folder)}, as_json, f"wrote {count} DIDL documents to {folder}")
     return ExitCode.OK
@@ -229,6 +229,7 @@ def status(folders: tuple[Path, ...], state_url: str | None, as_json: bool) -> i
 
     if state_url is not None:
         check_state_url(state_url)
+    _settle(folders)
     found = collection_status(folders, state_url)
     _echo(found, as_json, render(found))
     return ExitCode.OK
@@ -247,6 +248,7 @@ def verify(folders: tuple[Path, ...], quiet: bool, as_json: bool) -> int:
     from harvester.verify import verify as check
 
     _log_to(None, quiet)
+    _settle(folders)
     with ByteProgress("verify", total_bytes(folders), quiet=quiet) as progress:
         found = check(folders, progress)
     lines = [str(d) for d in found.damage]
@@ -308,6 +310,8 @@ def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
     """Write a self-contained HTML report, with plots, of the collections FOLDERS..."""
     from harvester.report import write_report
 
+    _check_target(target)
+    _settle(folders)
     found = write_report(folders, target)
     _echo(found, as_json, f"wrote {target}: " + " ".join(f"{k}={v}" for k, v in found.items()))
     return ExitCode.OK
@@ -324,7 +328,9 @@ def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:
     from harvester.verify import total_bytes
     from harvester.wacz import write_wacz
 
+    _check_target(target)
     _log_to(None, quiet)
+    _settle((folder,))
     with ByteProgress("wacz", total_bytes([folder]), quiet=quiet) as progress:
         found = write_wacz(folder, target, progress)
     _echo(
@@ -333,6 +339,20 @@ def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:
         f"wrote {target}: " + " ".join(f"{k}={v}" for k, v in found.items() if k != "wacz"),
     )
     return ExitCode.OK
+
+
+def _check_target(target: Path) -> None:
+    """A file to write goes into a folder that exists: a typo is refused, not made."""
+    if not target.parent.is_dir():
+        raise click.UsageError(f"--to {target}: no folder {target.parent}")
+
+
+def _settle(folders: tuple[Path, ...]) -> None:
+    """Finish what an interrupted harvest left in FOLDERS, or refuse (harvester.interruption)."""
+    from harvester.interruption import settle
+
+    for folder in folders:
+        settle(folder)
 
 
 def _check_site_url(url: str) -> None:
@@ -383,7 +403,8 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, sort_keys=True))
         return
-    keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "abandoned")
+    keys: tuple[str, ...] = ("listed", "fetched", "unchanged", "deleted", "failed", "gone")
+    keys += ("abandoned",)
     keys += ("bytes", "seconds", "coverage")
     if summary.get("records") or summary.get("mode") == "records":
         keys = ("records", "unchanged_records", "deleted", "broken", "lists_failed")

@@ -2,11 +2,13 @@
 
 The layout is the harvest's (``settings.py``): ``warcs/*.warc.gz``, ``state.sqlite``,
 ``indexes/*.cdxj``, ``runs.jsonl``. Opening one never creates anything: a folder without a
-state and without WARC files is not a collection.
+state and without WARC files is not a collection. A collection this process may not write
+(a read-only disk, a folder without write permission) is read read-only, its state too.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +58,13 @@ class Collection:
     def open_warcs(self) -> list[Path]:
         return sorted(self.warc_dir.glob(f"*{WARC_SUFFIX}{OPEN_SUFFIX}"))
 
+    @property
+    def writable(self) -> bool:
+        """Whether this process may write the folder and its state (``access(2)``, which also
+        says no on a read-only file system)."""
+        paths = [self.folder, self.warc_dir, self.state_path]
+        return all(os.access(p, os.W_OK) for p in paths if p.exists())
+
     def indexes(self) -> list[Path]:
         """The CDXJ files pywb would read: the main index and the small per-WARC ones."""
         return sorted(self.index_dir.glob("*.cdxj"))
@@ -66,5 +75,5 @@ class Collection:
         if not self.state_path.is_file():
             yield None
             return
-        with SQLiteState(self.state_path) as state:
+        with SQLiteState(self.state_path, read_only=not self.writable) as state:
             yield state

@@ -19,14 +19,24 @@ query is sent for them.
 from __future__ import annotations
 
 import logging
+import random
 import socket
 import ssl
+import time
 from dataclasses import replace
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-from harvester.exceptions import DiscoveryError, UnreachableError
+from harvester.exceptions import (
+    DiscoveryError,
+    HarvestError,
+    PermanentFetchError,
+    UnreachableError,
+)
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient, probe
+from harvester.oaiconnection import kept_alive
+from harvester.oaihttp import Http
 from harvester.resourcesync import ResourceSyncReader, ResourceSyncSource
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import State
@@ -41,9 +51,11 @@ def discover(settings: HarvestSettings, state: State) -> EndpointInfo | Resource
     cannot be reached."""
     reach(settings.oai or settings.site_url)
     if settings.mode == "crawl":
+        check_start(settings)
         return None
     info = None if settings.mode == "resourcesync" else _identify(settings)
     if info is None and settings.mode in ("auto", "resourcesync"):
+        check_start(settings)
         return _resourcesync(settings, state)
     if info is None:
         raise DiscoveryError(
@@ -69,6 +81,29 @@ def endpoint_url(found: EndpointInfo | ResourceSyncSource | None) -> str | None:
     if isinstance(found, ResourceSyncSource):
         return found.capability_list
     return None if found is None else found.endpoint
+
+
+def check_start(settings: HarvestSettings) -> None:
+    """A start URL with a path (no endpoint) must exist: a typo'd page answering 404 or 410
+    stops the run with a DiscoveryError, as wget stops, rather than harvesting the whole site
+    from its root. Any other answer, or none, leaves the run to go on as it would."""
+    if not urlsplit(settings.site_url).path.strip("/"):
+        return
+    transport = kept_alive()
+    limits = replace(oai_limits(settings), max_retries=1)
+    http = Http(transport, limits, time.sleep, lambda: datetime.now(UTC), random.Random())
+    try:
+        http.get(settings.site_url, {})
+    except PermanentFetchError as exc:
+        if exc.status in (404, 410):
+            raise DiscoveryError(
+                f"{settings.site_url} answers HTTP {exc.status}: no such page to start from;"
+                " check its path, or give the site's root"
+            ) from None
+    except HarvestError as exc:
+        log.info("the start URL %s: %s", settings.site_url, exc)
+    finally:
+        transport.close()
 
 
 def _resourcesync(settings: HarvestSettings, state: State) -> ResourceSyncSource | None:

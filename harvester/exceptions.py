@@ -7,7 +7,8 @@
     ├── FetchError               a resource or endpoint could not be fetched
     │   ├── UnreachableError     the site or endpoint: unknown host, refused, no TLS, no answer
     │   ├── TransientFetchError  timeouts, resets, 429/5xx: retry with back-off (retryable)
-    │   │   └── NothingReceived  closed before any byte of the answer (a stale kept connection)
+    │   │   ├── NothingReceived  closed before any byte of the answer (a stale kept connection)
+    │   │   └── RobotsUnreachable  its host's robots.txt unreadable for now (warned once a host)
     │   └── PermanentFetchError  4xx other than 429, refused by robots.txt, too many redirects
     ├── OAIError                 the provider answered with an OAI-PMH <error>; one class per code
     │   ├── BadArgument, BadVerb, CannotDisseminateFormat, IdDoesNotExist,
@@ -25,7 +26,8 @@
     │   ├── StateURLError        the state URL names no supported store (exit code 2)
     │   └── LeaseLost            a worker's lease was taken over: its step is rolled back
     ├── CollectionInUse          another run holds the collection's lock (exit code 2)
-    └── NotACollection           a folder to look at holds no state and no WARC files
+    ├── NotACollection           a folder to look at holds no state and no WARC files
+    └── InterruptedCollection    a read-only collection a killed harvest left unfinished
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ class TransientFetchError(FetchError):
 class NothingReceived(TransientFetchError):
     """The connection closed before any byte of the answer: on a kept-alive connection, the
     server had closed it meanwhile, and the request is sent again on a new one."""
+
+
+class RobotsUnreachable(TransientFetchError):
+    """The URL's host's robots.txt answered 5xx or 429, or nothing: no URL of the host is
+    fetched for a while. ``robots.py`` warns once for the host; each URL's failure is only
+    logged at INFO, so a host's outage is one warning, not one a URL."""
 
 
 class PermanentFetchError(FetchError):
@@ -189,3 +197,8 @@ class CollectionInUse(HarvestError):
 
 class NotACollection(HarvestError):
     """A folder given to ``status``, ``verify``, ``report`` or ``wacz`` holds no collection."""
+
+
+class InterruptedCollection(HarvestError):
+    """A harvest was interrupted in a collection that cannot be repaired where it lies (it
+    cannot be written): reading it as it is would report success on what is missing."""

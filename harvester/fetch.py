@@ -54,7 +54,7 @@ from types import TracebackType
 
 from harvester.clock import Clock, utcnow
 from harvester.connectionpool import ConnectionPool
-from harvester.exceptions import PermanentFetchError, TransientFetchError
+from harvester.exceptions import PermanentFetchError, RobotsUnreachable, TransientFetchError
 from harvester.exchange import HttpExchange, Redirect, protocol
 from harvester.httpconnection import (
     TRUNCATED_DISCONNECT,
@@ -192,7 +192,7 @@ class Fetcher:
             return
         if rules.unreachable:
             wait = (rules.expires - self._clock()).total_seconds()
-            raise TransientFetchError(f"robots.txt unreachable for {url}", max(0.0, wait))
+            raise RobotsUnreachable(f"robots.txt unreachable for {url}", max(0.0, wait))
         raise PermanentFetchError(f"disallowed by robots.txt: {url}")
 
     async def _with_retries(

@@ -18,19 +18,20 @@ import asyncio
 import logging
 import time
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from coop_common.exitcode import ExitCode
 from harvester.archive.cdx import CdxIndex
 from harvester.archive.identify import Identifier, identifier_for
 from harvester.archive.recorder import Recorder
 from harvester.archive.recorder import ends_group as _ends_group
+from harvester.archive.recovery import reconcile
 from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawlfactory import CrawlerFactory
 from harvester.discovery import discover, endpoint_url, records_mode, source_kind
-from harvester.exceptions import RecordsRepository
+from harvester.exceptions import HarvestError, RecordsRepository
 from harvester.fetchshards import fetch_in_processes
 from harvester.limits import FetchSettings
 from harvester.listedfetch import ListedFetch
@@ -82,57 +83,81 @@ class Harvest:
         self._undecided = False  # no run has listed the endpoint: its first page decides
         self._started_at = time.time()  # run() sets it again
         self._identifiers: dict[str, Identifier | None] = {}  # --identify, by strategy
+        self._run_id: str | None = None  # in runs.jsonl, once its start line is written
+        self._label = settings.mode  # the run's mode in runs.jsonl
 
     def run(self) -> Summary:
-        """Harvest once; CollectionInUse while another run holds the collection."""
+        """Harvest once; CollectionInUse while another run holds the collection.
+
+        Every run that holds the lock ends with an end line in ``runs.jsonl`` giving its exit
+        code, a failed one included (with a start line too when it failed before writing
+        one); only a killed run cannot write it (:mod:`harvester.interruption`).
+        """
         start, self._started_at = time.monotonic(), time.time()
         self.settings.out.mkdir(parents=True, exist_ok=True)
-        with CollectionLock(self.settings.out, self.settings.lock_name), self.state:
-            self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
-            repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
-            found = discover(self.settings, self.state)
-            records = isinstance(found, EndpointInfo) and records_mode(
-                self.settings, found, self.state
-            )
-            self._undecided = records is None
-            kind = "records" if records else source_kind(found)
-            oai = {"oai": f"oai-{self.settings.oai_strategy}", "records": "oai-records"}
-            strategy = oai.get(kind, kind)
-            self.summary.endpoint = endpoint_url(found)
-            self.summary.mode = kind
-            recorder = Recorder(
-                self.writer,
-                strategy=strategy,
-                endpoint=self.summary.endpoint,
-                identifier=self._identifier(strategy),
-            )
+        with CollectionLock(self.settings.out, self.settings.lock_name):
             runs = RunLog(self.settings.out)
-            run_id = runs.started(self.settings.site_url, strategy, self.summary.endpoint)
-            self.writer.open()
+            self._run_id = None
             try:
-                self._reconcile(recorder, repaired, archive=found is not None)
-                if found is None:
-                    asyncio.run(self._crawl(recorder))
-                elif records and isinstance(found, EndpointInfo):
-                    asyncio.run(self._ingest(found, recorder))
-                else:
-                    self._list_or_ingest(found, recorder)
-            finally:
-                self.writer.close()
-                for identifier in self._identifiers.values():
-                    if identifier is not None:
-                        identifier.close()
-                self._index()
-            self._count()
-            self.summary.seconds = time.monotonic() - start
-            runs.finished(run_id, self.summary.as_dict())
+                with self.state:
+                    self._run(runs)
+            except BaseException as exc:
+                self._end_line(runs, start, exit_of(exc))
+                raise
+            self._end_line(runs, start, self.summary.exit_code)
         return self.summary
+
+    def _run(self, runs: RunLog) -> None:
+        self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
+        repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
+        found = discover(self.settings, self.state)
+        records = isinstance(found, EndpointInfo) and records_mode(self.settings, found, self.state)
+        self._undecided = records is None
+        kind = "records" if records else source_kind(found)
+        oai = {"oai": f"oai-{self.settings.oai_strategy}", "records": "oai-records"}
+        strategy = oai.get(kind, kind)
+        self.summary.endpoint = endpoint_url(found)
+        self.summary.mode = kind
+        recorder = Recorder(
+            self.writer,
+            strategy=strategy,
+            endpoint=self.summary.endpoint,
+            identifier=self._identifier(strategy),
+        )
+        label = "records" if kind == "records" else strategy
+        self._run_id = runs.started(self.settings.site_url, label, self.summary.endpoint)
+        self._label = label
+        self.writer.open()
+        try:
+            self._reconcile(recorder, repaired, archive=found is not None)
+            if found is None:
+                asyncio.run(self._crawl(recorder))
+            elif records and isinstance(found, EndpointInfo):
+                asyncio.run(self._ingest(found, recorder))
+            else:
+                self._list_or_ingest(found, recorder)
+        finally:
+            self.writer.close()
+            for identifier in self._identifiers.values():
+                if identifier is not None:
+                    identifier.close()
+            self._index()
+        self._count()
 
     def _identifier(self, strategy: str) -> Identifier | None:
         """One identification child a strategy at most (:mod:`harvester.archive.identify`)."""
         if strategy not in self._identifiers:
             self._identifiers[strategy] = identifier_for(self.settings.identify, strategy)
         return self._identifiers[strategy]
+
+    def _end_line(self, runs: RunLog, start: float, exit_code: int) -> None:
+        """The run's end line (and its start line, when it failed before writing one)."""
+        self.summary.seconds = time.monotonic() - start
+        if self._run_id is None:
+            self._run_id = runs.started(self.settings.site_url, self._label, None)
+        switched = self.summary.mode == "records" and self._label != "records"
+        mode = "records" if switched else None
+        runs.finished(self._run_id, self.summary.as_dict(), exit_code, mode)
 
     def _list_or_ingest(self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder) -> None:
         """The listed path; an endpoint whose first list shows it is no mod_oai site (its
@@ -267,30 +292,8 @@ class Harvest:
     # -- steps -----------------------------------------------------------------------
 
     def _reconcile(self, recorder: Recorder, repaired: list[Path], *, archive: bool) -> None:
-        """Groups that reached the disk before the state heard of them.
-
-        On the OAI-PMH path they count as archived. A crawl fetches such a page again, to
-        queue its links; the capture's digests are remembered so the refetch becomes a
-        revisit, but not its validators: a conditional request would be answered 304, with
-        no body to take the links from, and the page's links would never be queued. A crawl
-        commits its pages in batches, so such a page may have no row yet (the step that
-        queued it was not committed either): it gets a pending one, so that when its link is
-        found again, the refetch is a revisit too.
-        """
-        found = recorder.reconcile(repaired)
-        known = self.state.known_record_ids(c.record_id for _u, c in found)
-        if not archive:
-            fresh = [u for u, c in found if c.record_id not in known]
-            self.state.add_pending(self.settings.site_url, fresh)
-        for url, capture in found:
-            res = self.state.get(url)
-            if capture.record_id in known or res is None or res.status != "pending":
-                continue
-            if archive:
-                self.state.mark_archived(url, capture, None)
-            else:
-                self.state.remember_capture(url, replace(capture, etag=None, last_modified=None))
-            log.info("recovered the capture of %s from %s", url, capture.warc_file)
+        """Groups that reached the disk before the state heard of them (:func:`reconcile`)."""
+        reconcile(self.state, self.settings.site_url, recorder.reconcile(repaired), archive=archive)
 
     def _write_deletions(self, recorder: Recorder) -> None:
         for res in list(self.state.resources(self.settings.site_url, ("deleting",))):
@@ -314,3 +317,12 @@ class Harvest:
 
     def _expired(self) -> bool:
         return self._deadline is not None and time.monotonic() > self._deadline
+
+
+def exit_of(exc: BaseException) -> int:
+    """The exit code the command ends with after ``exc`` (as :mod:`coop_common.cli` maps it)."""
+    if isinstance(exc, HarvestError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    return ExitCode.FAILED

@@ -28,6 +28,7 @@ from harvester.chain import fetch_chain
 from harvester.clock import http_time
 from harvester.exceptions import FetchError, LeaseLost
 from harvester.exchange import HttpExchange
+from harvester.failures import GONE, log_level, settles_gone
 from harvester.limits import FetchSettings
 from harvester.politeness import Pacer
 from harvester.requesturl import origin_prefix
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from harvester.fetch import Fetcher
 
 log = logging.getLogger(__name__)
-GONE = (404, 410)
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ class StateMarks(Protocol):
     def mark_archived(self, url: str, capture: Capture, datestamp: str | None) -> None: ...
     def mark_failed(self, url: str, error: str, http_status: int | None = None) -> None: ...
     def abandon(self, url: str, error: str, http_status: int | None = None) -> None: ...
+    def mark_gone(self, url: str, http_status: int) -> None: ...
     def note(self, url: str, text: str) -> None: ...
 
 
@@ -93,6 +94,9 @@ class Marks:
 
     def abandon(self, url: str, error: str, http_status: int | None = None) -> None:
         self._calls.append(lambda state: state.abandon(url, error, http_status))
+
+    def mark_gone(self, url: str, http_status: int) -> None:
+        self._calls.append(lambda state: state.mark_gone(url, http_status))
 
     def note(self, url: str, text: str) -> None:
         self._calls.append(lambda state: state.note(url, text))
@@ -241,12 +245,12 @@ class ListedFetch:
         try:
             hops = await fetch_chain(fetcher, res.url, conditional_headers(res), limit=limit)
         except FetchError as exc:
-            self._fail(marks, res, str(exc), getattr(exc, "status", None))
+            self._fail(marks, res, str(exc), getattr(exc, "status", None), log_level(exc))
             return None
         result = hops[-1]
         if result.status in GONE:  # archived, as wget and Heritrix do: replay answers it
             recorder.fetched(res, hops[0], followed=hops[1:])
-        if result.status in GONE or result.status >= 400:
+        if result.status >= 400:
             where = f" at {result.url}" if len(hops) > 1 else ""
             self._fail(marks, res, f"HTTP {result.status} {result.reason}{where}", result.status)
             return None
@@ -291,17 +295,31 @@ class ListedFetch:
             marks.note(res.url, note)
             self.summary.changed_during += 1
 
-    def _fail(self, marks: StateMarks, res: Resource, error: str, status: int | None) -> None:
-        """One more failed attempt: retried by a later run after a back-off that doubles
-        with each attempt, abandoned (until a newer version is listed) after the last."""
+    def _fail(
+        self,
+        marks: StateMarks,
+        res: Resource,
+        error: str,
+        status: int | None,
+        level: int = logging.WARNING,
+    ) -> None:
+        """One more failed attempt (:mod:`harvester.failures`): a 404 or 410 repeated makes
+        the resource gone; another is retried by a later run after a back-off that doubles
+        with each attempt, and abandoned (until a newer version is listed) after the last.
+        Only a failure still to be retried counts as the run's ``failed``."""
         attempt = res.attempts + 1
+        if settles_gone(res, status):
+            log.log(level, "%s: %s again (attempt %d): gone", res.url, error, attempt)
+            marks.mark_gone(res.url, status or 0)
+            self.summary.gone += 1
+            return
         if attempt >= self.settings.max_attempts:
-            log.warning("%s: %s (attempt %d, the last: abandoned)", res.url, error, attempt)
+            log.log(level, "%s: %s (attempt %d, the last: abandoned)", res.url, error, attempt)
             marks.abandon(res.url, error, status)
-        else:
-            wait = self.settings.retry_delay * 2 ** (attempt - 1)
-            log.warning("%s: %s (attempt %d; retried after %.0f s)", res.url, error, attempt, wait)
-            marks.mark_failed(res.url, error, status)
+            return
+        wait = self.settings.retry_delay * 2 ** (attempt - 1)
+        log.log(level, "%s: %s (attempt %d; retried after %.0f s)", res.url, error, attempt, wait)
+        marks.mark_failed(res.url, error, status)
         self.summary.failed += 1
         self.summary.errors.append(f"{res.url}: {error}")
 

@@ -19,6 +19,7 @@ from typing import Any
 from harvester import __version__
 from harvester import reportfigures as figures
 from harvester.reportdata import ReportData, collect
+from harvester.runlog import Run
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,6 @@ def write_report(folders: Sequence[Path], target: Path) -> dict[str, Any]:
     data = collect(folders)
     page = render(data, [str(f) for f in folders])
     partial = target.with_name(target.name + ".part")
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial.write_text(page, encoding="utf-8")
     os.replace(partial, target)
     return headline(data)
@@ -46,9 +46,11 @@ def write_report(folders: Sequence[Path], target: Path) -> dict[str, Any]:
 def headline(data: ReportData) -> dict[str, Any]:
     return {
         "captures": len(data.captures),
-        "bytes": sum(c.size for c in data.captures),
+        "bytes": Bytes(sum(c.size for c in data.captures)),
         "warc_files": data.warc_files,
-        "failed": sum(data.failures.values()),
+        "failed": data.failure_statuses["failed"],  # still retried: harvester/failures.py
+        "gone": data.failure_statuses["gone"],
+        "abandoned": data.failure_statuses["abandoned"],
         "crawl": data.crawled,
     }
 
@@ -76,10 +78,16 @@ def render(data: ReportData, names: Sequence[str]) -> str:
 
 
 def _over_time(data: ReportData) -> list[str]:
-    head = "<h2 id='over-time'>Resources archived over time, and throughput</h2>"
+    head = "<h2 id='over-time'>Resources archived over time, and throughput, per run</h2>"
     if not data.captures:
         return [head, "<p class='note'>Nothing archived yet.</p>"]
-    return [head, _figure("over-time", figures.over_time(data.captures))]
+    series = figures.run_series(data.captures, data.runs)
+    rows = [(s.label, len(s.captures), Bytes(s.bytes), round(s.seconds, 1)) for s in series]
+    return [
+        head,
+        _figure("over-time", figures.over_time(series)),
+        _table(("run started", "captures", "bytes", "seconds"), rows, "over-time"),
+    ]
 
 
 def _mimes(data: ReportData) -> list[str]:
@@ -90,8 +98,8 @@ def _mimes(data: ReportData) -> list[str]:
     return [
         head,
         _figure("mime-count", figures.bars([(m, n) for m, n, _b in rows], "captures")),
-        _figure("mime-bytes", figures.bars([(m, b) for m, _n, b in rows], "bytes")),
-        _table(("MIME type", "captures", "bytes"), rows, "mime"),
+        _figure("mime-bytes", figures.bars([(m, b) for m, _n, b in rows], "bytes", in_bytes=True)),
+        _table(("MIME type", "captures", "bytes"), [(m, n, Bytes(b)) for m, n, b in rows], "mime"),
     ]
 
 
@@ -129,12 +137,22 @@ def _share(data: ReportData) -> list[str]:
 
 
 def _runs(data: ReportData) -> list[str]:
-    keys = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
+    keys = ("listed", "fetched", "unchanged", "deleted", "failed", "gone", "bytes")
     rows = [
-        (r.start, r.end or "unfinished", r.mode, *(r.counts.get(k, "") for k in keys))
+        (r.start, _end(r), r.mode, *(_count(k, r.counts.get(k, "")) for k in keys))
         for r in data.runs
     ]
     return ["<h2 id='runs'>Runs</h2>", _table(("start", "end", "mode", *keys), rows, "runs")]
+
+
+def _end(run: Run) -> str:
+    if run.interrupted:
+        return f"{run.end} (interrupted)"
+    return run.end or "unfinished"
+
+
+def _count(key: str, value: Any) -> Any:
+    return Bytes(value) if key == "bytes" and isinstance(value, int) else value
 
 
 def _figure(name: str, svg: str) -> str:
@@ -147,7 +165,14 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], name: str) -> str
     return f"<table id='table-{name}'><tr>{cells}</tr>{body}</table>"
 
 
+class Bytes(int):
+    """A byte count: shown in binary units, the exact count in its cell's title (JSON: an
+    int)."""
+
+
 def _cell(value: Any) -> str:
+    if isinstance(value, Bytes):
+        return f"<td class='n' title='{int(value)}'>{figures.human_bytes(value)}</td>"
     if isinstance(value, int | float) and not isinstance(value, bool):
         return f"<td class='n'>{value}</td>"
     return f"<td>{escape(str(value))}</td>"

@@ -63,7 +63,8 @@ class ReportData:
     requests: list[tuple[datetime, str]] = field(default_factory=list)  # (when, host)
     fetches: list[Fetched] = field(default_factory=list)
     discovered: dict[str, datetime] = field(default_factory=dict)  # URL -> first seen
-    failures: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)  # by reason
+    failure_statuses: Counter[str] = field(default_factory=Counter)  # failed, gone, abandoned
     runs: list[Run] = field(default_factory=list)
     warc_files: int = 0
 
@@ -86,7 +87,9 @@ def collect(folders: Sequence[Path]) -> ReportData:
         with collection.state() as state:
             if state is not None:
                 for site in state.sites():
-                    data.failures.update(reason(*row) for row in state.failures(site))
+                    for row in state.failures(site):
+                        data.failures[reason(*row)] += 1
+                        data.failure_statuses[row[0]] += 1
     data.captures.sort(key=lambda c: c.at)
     data.requests.sort()
     data.fetches.sort(key=lambda f: f.at)

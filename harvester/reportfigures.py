@@ -2,22 +2,77 @@
 
 Each figure is a matplotlib ``Figure`` (no pyplot: no global state, no display) rendered as
 inline SVG, so the page needs nothing from outside itself. The numbers each figure plots are
-computed here by plain functions, and the page shows them as tables too.
+computed here by plain functions, and the page shows them as tables too. Byte counts and byte
+axes are in binary units (:func:`human_bytes`: KiB, MiB…), never raw or in ``1e7`` notation;
+the SVG keeps its text as text. Over time, each run is a series of its own, against the
+seconds since it started, so a small incremental run shows beside a first full one.
 """
 
 from __future__ import annotations
 
+import bisect
 import io
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from harvester.reportdata import Capture, ReportData
+from harvester.runlog import Run
 
 TOP = 12  # MIME types, hosts and reasons shown; the rest add up to "other"
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def human_bytes(count: float) -> str:
+    """A byte count in binary units, as people read it.
+
+    >>> human_bytes(0), human_bytes(1023), human_bytes(37359), human_bytes(67067302)
+    ('0 B', '1023 B', '36.5 KiB', '64.0 MiB')
+    """
+    value, unit = float(count), 0
+    while abs(value) >= 1024 and unit < len(_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{value:.0f} B" if unit == 0 else f"{value:.1f} {_UNITS[unit]}"
+
+
+@dataclass(frozen=True)
+class RunSeries:
+    """The captures of one run, and when it started (its first capture without a run log)."""
+
+    label: str
+    start: datetime
+    captures: list[Capture]
+
+    @property
+    def bytes(self) -> int:
+        return sum(c.size for c in self.captures)
+
+    @property
+    def seconds(self) -> float:
+        if not self.captures:
+            return 0.0
+        return max(0.0, (self.captures[-1].at - self.start).total_seconds())
+
+
+def run_series(captures: Sequence[Capture], runs: Sequence[Run]) -> list[RunSeries]:
+    """The captures (in time order) split by run: each goes to the last run started before
+    it; captures before every logged run (or with no run log) make a series of their own."""
+    starts = sorted((_parse(r.start), r.start) for r in runs if r.start)
+    moments = [at for at, _label in starts]
+    found: dict[str, RunSeries] = {}
+    for c in captures:
+        index = bisect.bisect_right(moments, c.at) - 1
+        at, label = starts[index] if index >= 0 else (c.at, "before the run log")
+        found.setdefault(label, RunSeries(label, at, [])).captures.append(c)
+    return list(found.values())
+
+
+def _parse(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def mime_table(data: ReportData) -> list[tuple[str, int, int]]:
@@ -82,45 +137,71 @@ def _figure(height: float = 3.2) -> Any:
 
 
 def _svg(fig: Any) -> str:
+    from matplotlib import rc_context
+
     out = io.StringIO()
-    fig.savefig(out, format="svg", metadata={"Date": None})
+    with rc_context({"svg.fonttype": "none"}):  # text stays text: searchable, selectable
+        fig.savefig(out, format="svg", metadata={"Date": None})
     text = out.getvalue()
     return text[text.index("<svg") :]
 
 
-def over_time(captures: Sequence[Capture]) -> str:
-    """Resources archived over time (cumulative) and the bytes archived per second."""
+def over_time(series: Sequence[RunSeries]) -> str:
+    """Per run: resources archived (cumulative) and bytes archived per second, against the
+    seconds since the run started; one line each (``gid`` ``run-N``), labelled by its start."""
     fig = _figure(4.5)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    moments = [c.at for c in captures]
-    top.plot(moments, range(1, len(moments) + 1), drawstyle="steps-post")
+    for number, one in enumerate(series):
+        elapsed = [(c.at - one.start).total_seconds() for c in one.captures]
+        label = one.label
+        top.plot(
+            elapsed,
+            range(1, len(elapsed) + 1),
+            drawstyle="steps-post",
+            label=label,
+            gid=f"run-{number}",
+        )
+        bins = _bins(elapsed)
+        rates = [0.0] * len(bins)
+        for seconds, c in zip(elapsed, one.captures, strict=True):
+            rates[_bin_of(bins, seconds)] += c.size
+        width = bins[1] - bins[0] if len(bins) > 1 else 1.0
+        bottom.step(
+            bins, [r / width for r in rates], where="post", label=label, gid=f"rate-{number}"
+        )
     top.set_ylabel("resources archived")
-    bins = _bins(moments)
-    rates = [0.0] * len(bins)
-    for c in captures:
-        rates[_bin_of(bins, c.at)] += c.size
-    width = (bins[1] - bins[0]).total_seconds() if len(bins) > 1 else 1.0
-    bottom.bar(bins, [r / width for r in rates], width=width / 86400, align="edge")
-    bottom.set_ylabel("bytes / s")
-    fig.autofmt_xdate()
+    bottom.set_ylabel("archived per second")
+    bottom.set_xlabel("seconds since the run started")
+    _byte_axis(bottom.yaxis, "/s")
+    if len(series) > 1:
+        top.legend(title="run started", fontsize="small")
     return _svg(fig)
 
 
-def _bins(moments: Sequence[datetime], count: int = 40) -> list[datetime]:
-    if not moments:
+def _byte_axis(axis: Any, suffix: str = "") -> None:
+    """Tick labels of a byte axis in binary units, no offset or scientific notation."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 4, 8, 10]))
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: human_bytes(value) + suffix))
+
+
+def _bins(elapsed: Sequence[float], count: int = 40) -> list[float]:
+    """The starts of up to ``count`` bins of at least a second over ``elapsed``."""
+    if not elapsed:
         return []
-    start, end = moments[0], moments[-1]
-    step = max((end - start) / count, timedelta(seconds=1))
-    return [start + step * i for i in range(int((end - start) / step) + 1)]
+    end = max(elapsed)
+    step = max(end / count, 1.0)
+    return [step * i for i in range(int(end / step) + 1)]
 
 
-def _bin_of(bins: Sequence[datetime], at: datetime) -> int:
+def _bin_of(bins: Sequence[float], at: float) -> int:
     step = bins[1] - bins[0] if len(bins) > 1 else None
-    return 0 if step is None else min(int((at - bins[0]) / step), len(bins) - 1)
+    return 0 if step is None else min(int(at / step), len(bins) - 1)
 
 
-def bars(rows: Sequence[tuple[str, float]], xlabel: str) -> str:
-    """A horizontal bar chart, largest on top."""
+def bars(rows: Sequence[tuple[str, float]], xlabel: str, *, in_bytes: bool = False) -> str:
+    """A horizontal bar chart, largest on top; ``in_bytes``: its axis in binary units."""
     shown = list(rows[:TOP])
     if len(rows) > TOP:
         shown.append(("other", sum(v for _k, v in rows[TOP:])))
@@ -128,6 +209,8 @@ def bars(rows: Sequence[tuple[str, float]], xlabel: str) -> str:
     ax = fig.subplots()
     ax.barh([k for k, _v in reversed(shown)], [v for _k, v in reversed(shown)])
     ax.set_xlabel(xlabel)
+    if in_bytes:
+        _byte_axis(ax.xaxis)
     return _svg(fig)
 
 

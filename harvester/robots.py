@@ -83,6 +83,7 @@ class RobotsCache:
         self._clock = clock
         self._rules: dict[str, RobotsRules] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._warned: set[str] = set()  # robots.txt URLs unreachable since their warning
 
     async def rules(self, url: str) -> RobotsRules:
         """The rules for ``url``'s origin, fetching robots.txt if none are fresh."""
@@ -109,17 +110,26 @@ class RobotsCache:
         try:
             result = await self._load(url)
         except TransientFetchError as exc:
-            log.warning("robots.txt %s unreachable, disallowing for now: %s", url, exc)
+            self._unreachable(url, str(exc))
             return self._blanket(allow=False)
         except PermanentFetchError as exc:
             log.info("robots.txt %s unusable, allowing all: %s", url, exc)
             return self._blanket(allow=True)
         if 400 <= result.status < 500:
+            self._warned.discard(url)
             return self._blanket(allow=True)
         if not 200 <= result.status < 300:
+            self._unreachable(url, f"HTTP {result.status} {result.reason}")
             return self._blanket(allow=False)
+        self._warned.discard(url)
         parser = Protego.parse(result.body.decode("utf-8", errors="replace"))
         return RobotsRules(parser, allow_all=True, expires=self._clock() + self._ttl)
+
+    def _unreachable(self, url: str, why: str) -> None:
+        """Warn once while ``url`` stays unreachable (its host's URLs each fail quietly)."""
+        level = logging.DEBUG if url in self._warned else logging.WARNING
+        self._warned.add(url)
+        log.log(level, "robots.txt %s unreachable, disallowing its host for now: %s", url, why)
 
     def _blanket(self, *, allow: bool) -> RobotsRules:
         ttl = self._ttl if allow else self._error_ttl

@@ -1,10 +1,14 @@
 """The collection's run log (``DIR/runs.jsonl``): when each harvest ran, how, and what it found.
 
-One JSON object a line, appended: a ``start`` line when a run has found its mode, an ``end``
-line with its counts when it finishes. A run killed before its end keeps only its start line,
-and ``harvester status`` shows it as unfinished. Each line is written with one ``write`` to a
-file opened for appending, so a killed writer leaves at most a torn last line, which readers
-skip. It is a log for people (``status``, ``report``), never read by a harvest.
+One JSON object a line, appended: a ``start`` line when a run begins, an ``end`` line when it
+ends, with its counts and its exit code (``exit``), failed runs included, and its ``mode`` when
+the run found it only on the way (an endpoint whose identifiers are no URLs is harvested in
+``records`` mode). A run killed before its end keeps only its start line until a command that
+reads the collection finds it (:mod:`harvester.interruption`) and appends an end line marked
+``interrupted`` with no exit code; until then ``harvester status`` shows it as unfinished.
+Each line is written with one ``write`` to a file opened for appending, so a killed writer
+leaves at most a torn last line, which readers skip. It is a log for people (``status``,
+``report``), never read by a harvest.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class Run:
     endpoint: str | None = None
     end: str | None = None
     counts: dict[str, Any] = field(default_factory=dict)
+    exit: int | None = None
+    interrupted: bool = False
 
 
 class RunLog:
@@ -49,9 +55,18 @@ class RunLog:
         self._append({**line, "endpoint": endpoint})
         return run_id
 
-    def finished(self, run_id: str, counts: Mapping[str, Any]) -> None:
-        """Note the end of run ``run_id``, now, with its summary's counts."""
-        self._append({"run": run_id, "event": "end", "at": _now(), "counts": dict(counts)})
+    def finished(
+        self, run_id: str, counts: Mapping[str, Any], exit_code: int, mode: str | None = None
+    ) -> None:
+        """Note the end of run ``run_id``, now, with its summary's counts and exit code, and
+        its mode when it differs from the one its start line says."""
+        line = {"run": run_id, "event": "end", "at": _now(), "counts": dict(counts)}
+        self._append({**line, "exit": int(exit_code), **({"mode": mode} if mode else {})})
+
+    def interrupted(self, run_id: str) -> None:
+        """Note that run ``run_id`` ended without writing its end line (it was killed)."""
+        line = {"run": run_id, "event": "end", "at": _now(), "counts": {}}
+        self._append({**line, "exit": None, "interrupted": True})
 
     def runs(self) -> list[Run]:
         """Every run in the order they started; torn or foreign lines are skipped."""
@@ -67,8 +82,13 @@ class RunLog:
                     entry.get("endpoint"),
                 )
             elif entry.get("event") == "end" and run_id in runs:
-                runs[run_id].end = at
-                runs[run_id].counts = dict(entry.get("counts") or {})
+                run = runs[run_id]
+                run.end = at
+                run.counts = dict(entry.get("counts") or {})
+                run.mode = str(entry.get("mode") or run.mode)
+                code = entry.get("exit")
+                run.exit = code if isinstance(code, int) else None
+                run.interrupted = bool(entry.get("interrupted"))
         return list(runs.values())
 
     def _entries(self) -> list[dict[str, Any]]:

@@ -85,10 +85,14 @@ def folder_status(collection: Collection, read_state: bool = True) -> dict[str, 
 def _read_state(state: State, result: dict[str, Any]) -> None:
     resources: Counter[str] = Counter()
     failures: Counter[str] = Counter()
+    by_status: dict[str, Counter[str]] = {}
     for site in state.sites():
         counts = state.counts(site)
         resources.update(counts)
-        failures.update(reason(s, h, e) for s, h, e in state.failures(site))
+        for status, http_status, error in state.failures(site):
+            cause = reason(status, http_status, error)
+            failures[cause] += 1
+            by_status.setdefault(status, Counter())[cause] += 1
         source = state.source(site)
         endpoint = source.endpoint if source else None
         if endpoint is not None:  # a records repository's items, by their status
@@ -100,6 +104,7 @@ def _read_state(state: State, result: dict[str, Any]) -> None:
         entry["lists"] = _lists(state, entry["endpoint"])
     result["resources"] = dict(sorted(resources.items()))
     result["failures"] = dict(failures.most_common())
+    result["failures_by_status"] = {k: dict(c.most_common()) for k, c in sorted(by_status.items())}
 
 
 def _lists(state: State, endpoint: str | None) -> list[dict[str, Any]]:
@@ -142,7 +147,7 @@ def render(report: dict[str, Any]) -> str:
     if "job" in report:
         job = report["job"]
         lines.append(f"job {job['state']}: " + _pairs(job["resources"]))
-        lines += [f"  failed {n}: {cause}" for cause, n in job["failures"].items()]
+        lines += _failure_lines(job)
         for site, workers in job["workers"].items():
             lines.append(f"  site {site}: " + _pairs({w or "-": n for w, n in workers.items()}))
     if len(report["collections"]) > 1 or "job" in report:
@@ -157,8 +162,7 @@ def _render_one(one: dict[str, Any]) -> list[str]:
         f"  warcs: {warcs['files']} files, {warcs['bytes']} bytes"
         + (f", {warcs['open']} open" if warcs["open"] else ""),
     ]
-    for cause, n in one["failures"].items():
-        lines.append(f"  failed {n}: {cause}")
+    lines += _failure_lines(one)
     for site in one["sites"]:
         lines.append(f"  site {site['site']}: {site['endpoint'] or 'crawl'}")
         for item in site["lists"]:
@@ -169,14 +173,24 @@ def _render_one(one: dict[str, Any]) -> list[str]:
         records = counts.get("mode") == "records"  # an auto run that turned to records mode
         keys = _RECORDS_RUN_KEYS if records else _KEYS_OF.get(run["mode"], _RUN_KEYS)
         done = _pairs({k: counts[k] for k in keys if k in counts}) or "unfinished"
+        if run.get("interrupted"):
+            done = "interrupted (killed; repaired since)"
+        elif run.get("exit") is not None:
+            done += f" exit={run['exit']}"
         lines.append(f"  run {run['start']} .. {run['end'] or '?'} {run['mode']}: {done}")
     return lines
 
 
-_RUN_KEYS = ("listed", "fetched", "unchanged", "deleted", "failed", "bytes")
+_RUN_KEYS = ("listed", "fetched", "unchanged", "deleted", "failed", "gone", "bytes")
 _CRAWL_RUN_KEYS = tuple(key for key in _RUN_KEYS if key != "listed")  # a crawl lists nothing
 _RECORDS_RUN_KEYS = ("records", "unchanged_records", "deleted", "broken", "lists_failed")
 _KEYS_OF = {"crawl": _CRAWL_RUN_KEYS, "oai-records": _RECORDS_RUN_KEYS}
+
+
+def _failure_lines(found: dict[str, Any]) -> list[str]:
+    """``failed``, ``gone`` and ``abandoned`` resources by reason (harvester/failures.py)."""
+    by_status = found.get("failures_by_status", {})
+    return [f"  {s} {n}: {cause}" for s, causes in by_status.items() for cause, n in causes.items()]
 
 
 def _pairs(values: dict[str, Any]) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 
-FETCH_COUNTS = ("fetched", "unchanged", "failed", "bytes", "changed_during")
+from coop_common.exitcode import ExitCode
+
+FETCH_COUNTS = ("fetched", "unchanged", "failed", "gone", "bytes", "changed_during")
 
 
 @dataclass
@@ -14,7 +16,8 @@ class Summary:
     fetched: int = 0
     unchanged: int = 0
     deleted: int = 0
-    failed: int = 0  # failed fetches of this run
+    failed: int = 0  # failed fetches of this run still to be retried (harvester/failures.py)
+    gone: int = 0  # resources this run found gone (a 404 or 410 repeated): settled
     abandoned: int = 0  # resources whose listed version failed every attempt (in the state)
     bytes: int = 0
     seconds: float = 0.0
@@ -35,6 +38,13 @@ class Summary:
     def finished(self) -> int:
         """Resources this run's fetches are done with: fetched, unchanged or failed."""
         return self.fetched + self.unchanged + self.failed
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """PARTIAL when resources failed that are still to be retried, or lists failed; else
+        OK (a resource found gone or abandoned is settled, no failure of the run)."""
+        partial = self.failed or self.broken or self.lists_failed
+        return ExitCode.PARTIAL if partial else ExitCode.OK
 
     @property
     def coverage(self) -> float:

@@ -11,8 +11,10 @@ Three checks, each naming what it found damaged:
    that ``WARC-Record-ID`` at that offset; captures in a ``.open`` file, which a running
    harvest is still writing, are left for a later check.
 
-A record after a gzip member that cannot be decompressed is not reachable: the file's walk
-stops there, and index lines or state rows pointing past it are reported too.
+A gzip member that cannot be decompressed, or does not hold one whole record, is one damage
+line: the walk resynchronises at the next gzip member holding a whole record, so the records
+after it, and the index lines and captures pointing at them, are checked as usual. Only the
+lines and captures pointing into the damaged stretch are reported with it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParserException
 
 from harvester.archive.files import OPEN_SUFFIX
-from harvester.archive.repair import member_ends
+from harvester.archive.repair import Span, spans
 from harvester.collection import Collection
 from harvester.storage.protocol import State
 
@@ -113,51 +115,64 @@ def _verify_one(collection: Collection, result: Verification, tick: Tick) -> Non
 
 
 def read_warc(path: Path, damage: list[Damage], tick: Tick) -> dict[int, Record]:
-    """Every readable record of ``path`` by offset; what is damaged goes into ``damage``."""
+    """Every readable record of ``path`` by offset; what is damaged goes into ``damage``.
+
+    A damaged stretch is one entry: the walk resumes at the next whole member after it.
+    """
+    found: dict[int, Record] = {}
     try:
         with open(path, "rb") as fh:
-            ends = list(member_ends(fh))
-            size = fh.seek(0, 2)
-            fh.seek(0)
-            found = _records(fh, path, damage, tick)
+            for span in spans(fh):
+                tick(span.end - span.start)
+                if span.fields is None:
+                    damage.append(Damage(str(path), f"offset {span.start}", _unreadable(span)))
+                    continue
+                record = _checked(fh, span, path, damage)
+                if record is not None:
+                    found[span.start] = record
     except OSError as exc:
         damage.append(Damage(str(path), "file", f"cannot read: {exc.strerror or exc}"))
-        return {}
-    walked = ends[-1] if ends else 0
-    if walked != size:
-        where = f"offset {walked}"
-        problem = f"truncated or corrupt gzip member ({size - walked} bytes not readable)"
-        damage.append(Damage(str(path), where, problem))
-        found = {o: r for o, r in found.items() if o < walked}
     return found
 
 
-def _records(fh: BinaryIO, path: Path, damage: list[Damage], tick: Tick) -> dict[int, Record]:
-    found: dict[int, Record] = {}
-    iterator = ArchiveIterator(fh, check_digests=True)
-    offset = 0
+def _unreadable(span: Span) -> str:
+    length = span.end - span.start
+    return f"truncated or corrupt gzip member ({length} bytes not readable)"
+
+
+def _checked(fh: BinaryIO, span: Span, path: Path, damage: list[Damage]) -> Record | None:
+    """The record of one whole member, its digests recomputed; None if warcio cannot read it."""
+    fh.seek(span.start)
+    where = f"record at offset {span.start}"
     try:
-        for record in iterator:
-            offset = iterator.get_record_offset()
+        for record in ArchiveIterator(_Slice(fh, span.end - span.start), check_digests=True):
             while chunk := record.raw_stream.read(_READ_SIZE):
                 del chunk
             checker = record.digest_checker
-            problems = checker.problems if checker.passed is False else []
-            iterator.read_to_end(record)
-            length = iterator.get_record_length()
-            tick(length)
+            if checker.passed is False:  # still a record: the index and the state may point at it
+                damage.append(Damage(str(path), where, "; ".join(checker.problems)))
             headers = record.rec_headers
-            if problems:  # still a record: the index and the state may point at it
-                damage.append(Damage(str(path), f"record at offset {offset}", "; ".join(problems)))
-            found[offset] = Record(
+            return Record(
                 str(headers.get_header("WARC-Record-ID")),
                 str(headers.get_header("WARC-Target-URI") or ""),
-                length,
+                span.end - span.start,
             )
     except _UNREADABLE as exc:
-        where = f"record after offset {offset}"
         damage.append(Damage(str(path), where, f"unreadable: {' '.join(str(exc).split())[:200]}"))
-    return found
+    return None
+
+
+class _Slice:
+    """The bytes of ``fh`` from where it stands, ``length`` of them: one member for warcio."""
+
+    def __init__(self, fh: BinaryIO, length: int) -> None:
+        self._fh, self._left = fh, length
+
+    def read(self, size: int = -1) -> bytes:
+        size = self._left if size < 0 else min(size, self._left)
+        data = self._fh.read(size)
+        self._left -= len(data)
+        return data
 
 
 # -- 2. the CDXJ index --------------------------------------------------------------------

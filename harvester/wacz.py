@@ -4,8 +4,10 @@ The ZIP holds, as the specification lays them out:
 
 * ``archive/*.warc.gz``: the collection's finished WARC files, stored (not deflated again), so
   replay tools read records by HTTP range requests;
-* ``indexes/index.cdxj``: the collection's CDXJ lines (main index and per-WARC files), merged
-  and sorted, each naming its WARC file as it lies in ``archive/``;
+* ``indexes/index.cdx.gz``: the collection's CDXJ lines (main index and per-WARC files), merged,
+  sorted and gzipped, each naming its WARC file as it lies in ``archive/``; the name is the one
+  the specification's examples use, and the one pywb's ``wb-manager add --unpack-wacz`` looks
+  for (``*.cdx`` or ``*.cdx.gz``); stored, not deflated again, like the WARC files;
 * ``pages/pages.jsonl``: a ``json-pages-1.0`` header, then one line per HTML page captured with
   status 200, at its latest capture: ``url``, ``ts`` (ISO 8601) and ``title`` when the page
   has one;
@@ -19,6 +21,7 @@ The package is written beside its final name and renamed, so a reader never sees
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
@@ -38,6 +41,7 @@ from harvester.collection import Collection
 
 log = logging.getLogger(__name__)
 WACZ_VERSION = "1.1.1"
+INDEX = "indexes/index.cdx.gz"
 PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 _TITLE_BYTES = 1 << 16  # of a page read to find its title
@@ -64,10 +68,10 @@ def write_wacz(folder: Path, target: Path, tick: Tick | None = None) -> dict[str
     lines = cdxj_lines(collection.indexes())
     pages = html_pages(collection.warc_dir, lines)
     partial = target.with_name(target.name + ".part")
-    target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         resources = [_add_file(zf, p, f"archive/{p.name}", tick) for p in collection.warcs()]
-        resources.append(_add_bytes(zf, "indexes/index.cdxj", "".join(lines).encode()))
+        index = gzip.compress("".join(lines).encode(), mtime=0)
+        resources.append(_add_bytes(zf, INDEX, index))
         resources.append(_add_bytes(zf, "pages/pages.jsonl", _pages_jsonl(pages)))
         package = _datapackage(collection, resources, pages)
         zf.writestr("datapackage.json", package)

@@ -97,6 +97,31 @@ def replay(warcs_dir: Path, root: Path, index: str = "ours") -> Iterator[Wayback
         added = wb_manager(root, "add", COLLECTION, *warcs)
         if added.returncode != 0:
             raise RuntimeError(f"wb-manager add failed: {added.stderr.strip()}")
+    with _serving(root) as wayback:
+        yield wayback
+
+
+@contextmanager
+def replay_wacz(wacz: Path, root: Path) -> Iterator[Wayback]:
+    """pywb's ``wayback`` serving a WACZ imported with ``wb-manager add --unpack-wacz``.
+
+    pywb's own import, as a user runs it: its output is raised if it imports no index.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    _config(root, root, None)
+    made = wb_manager(root, "init", COLLECTION)
+    if made.returncode != 0:
+        raise RuntimeError(f"wb-manager init failed: {made.stderr.strip()}")
+    added = wb_manager(root, "add", "--unpack-wacz", COLLECTION, str(wacz))
+    index = root / "collections" / COLLECTION / "indexes" / "index.cdxj"
+    if added.returncode != 0 or not index.is_file():
+        raise RuntimeError(f"wb-manager add --unpack-wacz failed: {added.stderr.strip()}")
+    with _serving(root) as wayback:
+        yield wayback
+
+
+@contextmanager
+def _serving(root: Path) -> Iterator[Wayback]:
     server = start_command(
         [str(PYWB_BIN / "wayback"), "-b", "{host}", "-p", "{port}", "-d", str(root)],
         ready_path=f"/{COLLECTION}/cdx?url=example.org",

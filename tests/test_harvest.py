@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -166,9 +167,14 @@ def test_cli_json_summary_and_didl_export(served, tmp_path: Path, capsys) -> Non
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["listed"] == len(site.public) and summary["coverage"] == 1.0
     assert main(["didl", str(out), "--to", str(tmp_path / "didl")]) == 0
-    exported = list((tmp_path / "didl").glob("*.xml"))
+    exported = sorted((tmp_path / "didl").rglob("*.xml"))
     assert len(exported) == len(site.public)
     assert_valid(exported[0].read_bytes())
+    # named from the URL, wget -x style: host+port/path.WARC-Date.xml
+    host = server.url.removeprefix("http://").replace(":", "+")
+    names = {str(p.relative_to(tmp_path / "didl")).rsplit(".", 2)[0] for p in exported}
+    plain = {p for p in site.public if re.fullmatch(r"[\w/.-]+", p, re.ASCII)}
+    assert plain and {f"{host}/{p}" for p in plain} <= names
 
 
 def test_no_provider_is_a_clear_error(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -26,6 +26,7 @@ from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer
 from harvester.archive.repair import verify_warc
 from harvester.cli import main
 from harvester.records.itemdidl import LinkedCapture, item_didl
+from harvester.runlog import RunLog
 from tests.pgcluster import PGCluster
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_wsgi
@@ -82,6 +83,8 @@ def test_records_landing_pages_and_files(
         code, summary = ingest(server, tmp_path / "c", capsys)
         listed = list(Sickle(server.url + "/oai").ListRecords(metadataPrefix="oai_dc"))
     assert code == 0 and summary["mode"] == "records"
+    (run,) = RunLog(tmp_path / "c").runs()
+    assert (run.mode, run.exit) == ("records", 0), "runs.jsonl names the mode the run found"
     assert summary["records"] == 12
     assert summary["linked"] == {"fetched": 36, "unchanged": 0, "failed": 0}
     records = warc_records(tmp_path / "c")
@@ -236,7 +239,7 @@ def test_didl_export_includes_item_records(
     with start() as server:
         ingest(server, tmp_path / "c", capsys, "--linked", "none")
     assert main(["didl", str(tmp_path / "c"), "--to", str(tmp_path / "x")]) == 0
-    exported = [etree.parse(str(p)).getroot() for p in (tmp_path / "x").glob("*.xml")]
+    exported = [etree.parse(str(p)).getroot() for p in (tmp_path / "x").rglob("*.xml")]
     items = [e for e in exported if e.find(f".//{PRES}metadata") is not None]
     assert len(items) == 12
 

@@ -4,6 +4,7 @@ and its numbers those of the collection, as warcio and the state count them."""
 from __future__ import annotations
 
 import statistics
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from coop_common.exitcode import ExitCode
 from harvester.cli import main
+from harvester.reportfigures import human_bytes
+from server_module.index import FileIndex
 from tests.harvested import Harvested, harvested
 
 XLINK = "{http://www.w3.org/1999/xlink}href"
@@ -33,8 +36,14 @@ def page_of(target: Path) -> html.HtmlElement:
 
 
 def table(page: html.HtmlElement, name: str) -> list[list[str]]:
+    """The cells of a table; a byte count's is its exact count (its title), not its text."""
     rows = page.get_element_by_id(f"table-{name}").findall("tr")[1:]
-    return [[td.text_content() for td in row.findall("td")] for row in rows]
+    return [[td.get("title") or td.text_content() for td in row.findall("td")] for row in rows]
+
+
+def svg_text(page: html.HtmlElement, name: str) -> list[str]:
+    figure = page.get_element_by_id(f"fig-{name}")
+    return [t.text_content() for t in figure.xpath(".//*[local-name()='text']")]
 
 
 def warc_records(out: Path) -> list[tuple[str, str, str, int]]:
@@ -105,10 +114,48 @@ def test_its_numbers_are_the_collections(crawled: tuple[Harvested, Path]) -> Non
     assert mode == "crawl" and end >= start
 
 
+def test_byte_counts_and_axes_are_in_binary_units(crawled: tuple[Harvested, Path]) -> None:
+    page = page_of(crawled[1])
+    cells = page.get_element_by_id("table-summary").xpath(".//td[@title]")
+    (bytes_cell,) = cells
+    assert bytes_cell.text_content() == human_bytes(int(bytes_cell.get("title")))
+    assert bytes_cell.text_content().endswith(" KiB")
+    for name in ("over-time", "mime-bytes"):
+        ticks = svg_text(page, name)
+        assert any(t.endswith(("B", "B/s")) and "iB" in t for t in ticks), (name, ticks)
+        assert not any("1e" in t or "×10" in t for t in ticks), (name, ticks)
+
+
 def test_a_harvest_over_oai_pmh_has_no_crawl_plots(tmp_path: Path) -> None:
     with harvested(tmp_path) as found:
         target = tmp_path / "r.html"
         assert main(["report", str(found.out), "--to", str(target), "--json"]) == ExitCode.OK
+        # an incremental run: one page changed, its own series over time
+        time.sleep(1.1)  # datestamps have a granularity of seconds
+        changed = found.site.root / "index.html"
+        changed.write_text(changed.read_text(encoding="utf-8") + "<!-- v2 -->", "utf-8")
+        with FileIndex(tmp_path / "index.sqlite", found.site.root, found.url) as index:
+            index.refresh()
+        rerun = ["harvest", found.url + "/", "--out", str(found.out), "--quiet"]
+        assert main(rerun) == ExitCode.OK
+        again = tmp_path / "r2.html"
+        assert main(["report", str(found.out), "--to", str(again), "--json"]) == ExitCode.OK
+    runs = table(page_of(again), "over-time")
+    assert len(runs) == 2 and int(runs[0][1]) == len(found.site.public)
+    assert 1 <= int(runs[1][1]) < len(found.site.public)
+    figure = page_of(again).get_element_by_id("fig-over-time")
+    assert figure.xpath(".//*[@id='run-0']") and figure.xpath(".//*[@id='run-1']")
     page = page_of(target)
     assert sum(int(n) for _m, n, _b in table(page, "mime")) == len(found.site.public)
     assert "Not a crawl" in page.get_element_by_id("hosts").getnext().text_content()
+
+
+def test_a_target_in_a_folder_that_does_not_exist_is_refused(
+    crawled: tuple[Harvested, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found, _ = crawled
+    target = tmp_path / "no" / "such" / "r.html"
+    assert main(["report", str(found.out), "--to", str(target)]) == ExitCode.USAGE
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"harvester: --to {target}: no folder {target.parent}")
+    assert not (tmp_path / "no").exists()

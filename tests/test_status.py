@@ -105,7 +105,7 @@ def test_didl_exports_the_records_of_several_folders(
     assert main(["didl", str(collection.out), str(other), "--to", str(to), "--json"]) == 0
     # the same records twice: the same files, each written once
     assert json.loads(capsys.readouterr().out)["didl"] == 2 * len(collection.site.public)
-    assert len(list(to.iterdir())) == len(collection.site.public)
+    assert len(list(to.rglob("*.xml"))) == len(collection.site.public)
 
 
 def test_a_state_kept_elsewhere_is_read_with_state(

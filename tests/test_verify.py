@@ -15,6 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from coop_common.exitcode import ExitCode
 from harvester.archive.recordbytes import gzip_parts
 from harvester.cli import main
+from harvester.lock import CollectionLock
 from tests.harvested import Harvested, harvested
 
 
@@ -94,6 +95,34 @@ def test_a_flipped_payload_byte_is_named_with_its_record_offset(
     assert "payload" in damage["problem"] and "block" in damage["problem"]
 
 
+def test_a_flipped_compressed_byte_is_one_record_its_line_and_its_capture(
+    collection: Harvested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One byte flipped inside a gzip member in the middle of the file: the walk resumes at
+    the next member, so only that record, its index line and its capture are damaged."""
+    folder = collection.copy(tmp_path / "c")
+    path = the_warc(folder)
+    responses = [m for m in members(path) if m[2] == "response"]
+    offset, length, _ = responses[len(responses) // 2]
+    data = bytearray(path.read_bytes())
+    data[offset + length // 2] ^= 0x55
+    path.write_bytes(bytes(data))
+
+    code = main(["verify", str(folder), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.FAILED and err == ""
+    *lines, summary = out.splitlines()
+    assert summary.startswith("DAMAGED: 1 WARC files, ")
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"{path}: offset {offset}: ")
+    index = [line for line in lines if "/indexes/" in line]
+    capture = [line for line in lines if line.startswith(f"{folder / 'state.sqlite'}: capture")]
+    assert len(index) == len(capture) == 1
+    assert all(f"offset {offset}" in line for line in lines)
+    code, found = run_verify(folder, capsys)
+    assert found["records"] == len(members(the_warc(collection.out))) - 1
+
+
 def test_a_truncated_gzip_member_is_named_with_its_offset(
     collection: Harvested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -156,13 +185,14 @@ def test_the_text_output_names_each_damage_on_its_own_line(
 def test_captures_in_a_file_still_being_written_are_left_for_later(
     collection: Harvested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """As a running harvest leaves it: the state points into an ``.open`` file that no index
-    covers yet."""
+    """As a running harvest leaves it while it holds the collection's lock: the state points
+    into an ``.open`` file that no index covers yet."""
     folder = collection.copy(tmp_path / "c")
     path = the_warc(folder)
     path.rename(path.with_name(path.name + ".open"))
     for index in (folder / "indexes").glob("*.cdxj"):
         index.unlink()
-    code, found = run_verify(folder, capsys)
+    with CollectionLock(folder):
+        code, found = run_verify(folder, capsys)
     assert code == ExitCode.OK and found["damage"] == []
     assert (found["warcs"], found["captures"]) == (0, 0)

@@ -3,19 +3,23 @@ own validator and read back: every WARC, every capture indexed, every HTML page 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from coop_common.exitcode import ExitCode
 from harvester.cli import main
 from tests.harvested import Harvested, harvested
+from tests.pywb import replay_wacz
 
 WACZ = str(Path(sys.executable).with_name("wacz"))
 
@@ -54,7 +58,8 @@ def test_it_holds_the_warcs_index_and_pages_with_their_digests(
             f"archive/{w}" for w in warcs
         ]
         assert zf.getinfo(f"archive/{warcs[0]}").compress_type == zipfile.ZIP_STORED
-        lines = zf.read("indexes/index.cdxj").decode().splitlines()
+        assert zf.getinfo("indexes/index.cdx.gz").compress_type == zipfile.ZIP_STORED
+        lines = gzip.decompress(zf.read("indexes/index.cdx.gz")).decode().splitlines()
         pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()]
     assert len(lines) == len(found.site.public)
     assert pages[0] == {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
@@ -63,6 +68,18 @@ def test_it_holds_the_warcs_index_and_pages_with_their_digests(
     home = next(p for p in pages[1:] if p["url"] == f"{found.url}/index.html")
     title = (found.site.root / "index.html").read_text().split("<title>")[1].split("</title>")[0]
     assert home["title"] == title and home["ts"].endswith("Z")
+
+
+def test_pywb_imports_it_and_replays_every_url(
+    packaged: tuple[Harvested, Path], tmp_path: Path
+) -> None:
+    """``wb-manager add --unpack-wacz`` finds the index; every file replays with its bytes."""
+    found, target = packaged
+    with replay_wacz(target, tmp_path / "pywb") as wayback:
+        for path in found.site.public:
+            answer = wayback.fetch(f"{found.url}/{quote(os.fsencode(path), safe='/')}")
+            assert answer.status == 200, path
+            assert answer.body == (found.site.root / path).read_bytes(), path
 
 
 def _plain(url: str) -> str:

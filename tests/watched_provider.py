@@ -8,7 +8,8 @@ harvester asked and change the site at one exact moment of a harvest.
   ``set_spec``, append to the file, refresh the index, then wait ``settle`` seconds before
   answering, so the change is datestamped well before that list's responseDate;
 * ``break_set``: the first resumption request of ``break_set``'s list gets half a page;
-* ``missing``: ``[relpath, n]``: the first ``n`` GETs of the file answer 404.
+* ``missing``: ``[relpath, n]`` or ``[relpath, n, status]``: the first ``n`` GETs of the file
+  answer 404 (or ``status``, a 4xx code).
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ def watched(
             gone = bool(missing) and path == "/" + missing[0] and seen["missing"] < missing[1]
             seen["missing"] += gone
         if gone:
-            body: Iterable[bytes] = _send(start_response, "404 Not Found", b"not found\n")
-            status.append("404")
+            code = f"{missing[2]} Refused" if len(missing) > 2 else "404 Not Found"
+            body: Iterable[bytes] = _send(start_response, code, b"not found\n")
+            status.append(code.split()[0])
         elif broken:
             whole = b"".join(app(environ, start_response_ignored))
             body = _send(start_response, "200 OK", whole[: len(whole) // 2])

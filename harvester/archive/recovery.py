@@ -2,21 +2,27 @@
 
 :func:`~harvester.archive.repair.repair_open_files` cuts a ``.open`` file back to the last
 record that ends a group (:func:`ends_group`); :func:`recovered` then reads the repaired files
-for the groups the state may never have heard of, so the harvest can mark them archived.
+for the groups the state may never have heard of, and :func:`reconcile` tells the state of
+them: the next harvest does both, and so does a command that reads an interrupted collection
+(:mod:`harvester.interruption`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.capturegroup import Payload
-from harvester.storage.protocol import Capture
+from harvester.storage.protocol import Capture, State
 
-__all__ = ["ends_group", "recovered"]
+__all__ = ["ends_group", "reconcile", "recovered"]
+
+log = logging.getLogger(__name__)
 
 
 def ends_group(fields: Mapping[str, str]) -> bool:
@@ -55,6 +61,37 @@ def recovered(repaired: Sequence[Path]) -> list[tuple[str, Capture]]:
                     if ref in content:
                         found.append(_recovered(path.name, *content[ref]))
     return found
+
+
+def reconcile(
+    state: State, site_url: str, found: Sequence[tuple[str, Capture]], *, archive: bool
+) -> int:
+    """Tell the state of the captures :func:`recovered` found; return how many it learnt.
+
+    On the OAI-PMH path they count as archived. A crawl fetches such a page again, to
+    queue its links; the capture's digests are remembered so the refetch becomes a
+    revisit, but not its validators: a conditional request would be answered 304, with
+    no body to take the links from, and the page's links would never be queued. A crawl
+    commits its pages in batches, so such a page may have no row yet (the step that
+    queued it was not committed either): it gets a pending one, so that when its link is
+    found again, the refetch is a revisit too.
+    """
+    known = state.known_record_ids(c.record_id for _u, c in found)
+    if not archive:
+        fresh = [u for u, c in found if c.record_id not in known]
+        state.add_pending(site_url, fresh)
+    learnt = 0
+    for url, capture in found:
+        res = state.get(url)
+        if capture.record_id in known or res is None or res.status != "pending":
+            continue
+        if archive:
+            state.mark_archived(url, capture, None)
+        else:
+            state.remember_capture(url, replace(capture, etag=None, last_modified=None))
+        learnt += 1
+        log.info("recovered the capture of %s from %s", url, capture.warc_file)
+    return learnt
 
 
 def _recovered(

@@ -6,7 +6,8 @@ file that no writer holds locked (an advisory ``flock``) back to its last comple
 to its last complete group, and renames it; a file left with nothing but its ``warcinfo`` is
 deleted. :func:`verify_warc` decompresses every member in full, checks it holds exactly one
 record and checks the record digests, because warcio does not notice a truncated last member
-(warcio issue #138).
+(warcio issue #138). :func:`spans` walks every member of a file for ``verify``, resuming after
+a damaged one at the next member that holds a whole record.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from warcio.statusandheaders import StatusAndHeadersParserException
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.exceptions import ArchiveError
 
-__all__ = ["member_ends", "repair_open_files", "verify_warc"]
+__all__ = ["Span", "repair_open_files", "spans", "verify_warc"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 _READ_SIZE = 1 << 14
 # Enough of a decompressed member to hold its WARC header block.
 _HEAD_SIZE = 1 << 16
+# How every gzip member starts: its magic number and the deflate method.
+_GZIP_MAGIC = b"\x1f\x8b\x08"
 
 
 GroupEnd = Callable[[Mapping[str, str]], bool]
@@ -162,14 +165,63 @@ def _count_records(fh: BinaryIO, path: Path) -> int:
     return count
 
 
-def member_ends(fh: BinaryIO) -> Iterator[int]:
-    """Where each gzip member of ``fh`` holding exactly one whole WARC record ends, in order;
-    the walk stops before the first member that is truncated, corrupt (CRC included) or not
-    one whole record."""
-    for member in _members(fh):
-        if member.record_type is None:
-            return
-        yield member.end
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a ``.warc.gz``: one gzip member holding one whole WARC record (``fields``,
+    names lower-cased), or bytes that hold none (``fields`` None: corrupt, truncated, or not
+    exactly one record)."""
+
+    start: int
+    end: int
+    fields: Mapping[str, str] | None
+
+
+def spans(fh: BinaryIO) -> Iterator[Span]:
+    """Walk ``fh`` from its start to its end, member by member.
+
+    After a member that is not one whole record the walk resynchronises: it resumes at the
+    next gzip header from which a member holding one whole record inflates, so one damaged
+    record hides none of the records after it.
+    """
+    size = os.fstat(fh.fileno()).st_size
+    offset = 0
+    while offset < size:
+        member = _member_at(fh, offset)
+        if member is not None and member.record_type is not None:
+            yield Span(offset, member.end, member.fields)
+            offset = member.end
+            continue
+        following = _next_record(fh, offset + 1, size)
+        yield Span(offset, following, None)
+        offset = following
+
+
+def _member_at(fh: BinaryIO, offset: int) -> _Member | None:
+    """The member starting at ``offset``, with its end as an offset in the file."""
+    fh.seek(offset)
+    inflated = _inflate_member(fh, fh.read(_READ_SIZE))
+    if inflated is None:
+        return None
+    consumed, head, size, _ = inflated
+    return _Member(offset + consumed, _record_fields(head, size))
+
+
+def _next_record(fh: BinaryIO, position: int, size: int) -> int:
+    """The offset of the first gzip member at or after ``position`` holding one whole record,
+    or ``size`` when there is none."""
+    while position < size:
+        fh.seek(position)
+        block = fh.read(_READ_SIZE + len(_GZIP_MAGIC) - 1)
+        found = block.find(_GZIP_MAGIC)
+        if found < 0:
+            position += _READ_SIZE
+            continue
+        candidate = position + found
+        member = _member_at(fh, candidate)
+        if member is not None and member.record_type is not None:
+            return candidate
+        position = candidate + 1
+    return size
 
 
 def _members(fh: BinaryIO) -> Iterator[_Member]:

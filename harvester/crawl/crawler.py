@@ -45,13 +45,13 @@ from harvester.exceptions import (
     TransientFetchError,
 )
 from harvester.exchange import HttpExchange
+from harvester.failures import GONE, log_level, settles_gone
 from harvester.fetch import Fetcher
 from harvester.retries import parse_retry_after
 from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
-GONE = (404, 410)
 
 
 @dataclass
@@ -278,17 +278,25 @@ class Crawler:
 
     async def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
         assert res is not None, "every queued URL has a resource row"
-        if result.status in GONE:
+        if result.status in GONE:  # the failure lifecycle: harvester/failures.py
             # Archived, as wget and Heritrix do, so that replay answers the site's own 404;
-            # still gone in the state, and its links are not followed.
-            log.warning("%s: HTTP %d %s", item.url, result.status, result.reason)
-            gone = await self.archivist.archive(res, result)
+            # its links are not followed.
+            gone = settles_gone(res, result.status)
+            error = f"HTTP {result.status} {result.reason}"
+            log.warning("%s: %s%s", item.url, error, " again: gone" if gone else "")
+            answer = await self.archivist.archive(res, result)
             with self.batch.step():
                 self._acknowledge(item)
-                self.state.mark_gone(item.url, result.status)
+                if gone:
+                    self.state.mark_gone(item.url, result.status)
+                else:
+                    self.state.mark_failed(item.url, error, result.status)
                 self.state.dequeue(item.url)
-                self.archivist.stepped(gone.ticket)
-            self.summary.failed += 1
+                self.archivist.stepped(answer.ticket)
+            if gone:
+                self.summary.gone += 1
+            else:
+                self.summary.failed += 1
             return
         archived = await self.archivist.archive(res, result)
         with self.batch.step():
@@ -311,7 +319,7 @@ class Crawler:
 
     def _failed(self, item: QueuedURL, exc: FetchError, latency: float) -> None:
         status = getattr(exc, "status", None)
-        log.warning("%s: %s", item.url, exc)
+        log.log(log_level(exc), "%s: %s", item.url, exc)
         with self.batch.step():
             self._acknowledge(item)
             self.state.mark_failed(item.url, str(exc), status)

@@ -47,14 +47,17 @@ Resource statuses::
 
     pending    listed (new or newer than what was archived), not yet archived
     archived   the listed version is in the WARCs (response, revisit or resource record)
-    failed     the last attempt failed (404, 410, network); fetched again by a later run once
-               it is :class:`Due` (a wait that doubles with each failed attempt), and never
-               holding a list's ``from`` back: the state, not the list, keeps it
+    failed     the last attempt failed (a first 404 or 410, another 4xx, 5xx, network); fetched
+               again by a later run once it is :class:`Due` (a wait that doubles with each
+               failed attempt), and never holding a list's ``from`` back: the state, not the
+               list, keeps it
     abandoned  the listed version failed ``max_attempts`` times: not fetched again until the
                provider lists a newer version
     deleting   listed as deleted; the deletion note is not written yet
     deleted    the deletion note is in the WARCs; earlier captures are kept
-    gone       a crawled URL now answers 404 or 410; earlier captures are kept
+    gone       answered 404 or 410 twice in a row (``harvester/failures.py``): a listed version
+               is not fetched again, a crawled URL only when a crawl finds its link again;
+               earlier captures are kept
 
 A list's state is ``idle`` (no list under way), ``active`` (under way: its ``from``, the token
 of its next page and the responseDate of its first page, saved with every page) or ``listed``

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ACTIVE = ("pending", "failed")  # to be fetched (a failed one once its retry time has come)
-RETRYING = ("failed", "abandoned")
+RETRYING = ("failed", "abandoned", "gone")  # a listed version not fetched again, or not now
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,7 @@ class Resource:
     warc_length: int | None
     warc_date: str | None
     attempts: int
+    http_status: int | None = None  # of the last capture or failed attempt
 
 
 @dataclass(slots=True)

@@ -52,7 +52,7 @@ def lineup(
         labels.add(spec.label)
         plugins.append(custom(spec, timeout, limits))
     for plugin in plugins:
-        log.info("plugin %s: %s %s", plugin.label, plugin.tool, plugin.tool_version or "?")
+        log.debug("plugin %s: %s %s", plugin.label, plugin.tool, plugin.tool_version or "?")
     return PluginRunner(
         plugins,
         limits=limits,

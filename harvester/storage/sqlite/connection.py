@@ -31,15 +31,26 @@ def marks(count: int) -> str:
 
 
 class SQLiteConnection(Component):
-    """One state file: opened with :meth:`open` (or ``with``), closed with :meth:`close`."""
+    """One state file: opened with :meth:`open` (or ``with``), closed with :meth:`close`.
 
-    def __init__(self, path: Path) -> None:
+    ``read_only`` (a collection on a read-only disk, or one its reader may not write) opens
+    the file without writing a byte: ``mode=ro`` when a write-ahead log lies beside it (SQLite
+    reads the log's commits too), else ``immutable=1``, since a WAL database cannot be opened
+    ``mode=ro`` where its ``-shm`` file cannot be made, and without a log the file is whole.
+    """
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
         self.url = f"sqlite:///{path}"
+        self.read_only = read_only
         self._db: sqlite3.Connection | None = None
 
     def open(self) -> None:
         try:
+            if self.read_only:
+                self._db = _connect_read_only(self.path)
+                self._check_version()
+                return
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # durable against a killed process
@@ -61,6 +72,12 @@ class SQLiteConnection(Component):
 
     def _check_version(self) -> None:
         row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if self.read_only and (row is None or int(row[0]) != SCHEMA_VERSION):
+            found = "none" if row is None else row[0]
+            raise StateError(
+                f"{self.path} has schema {found}, not {SCHEMA_VERSION}, and is read-only: "
+                "a harvest on a writable copy upgrades it"
+            )
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
         elif int(row[0]) > SCHEMA_VERSION:
@@ -99,3 +116,13 @@ class SQLiteConnection(Component):
             yield
         finally:
             self.db.execute("COMMIT")
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """``path`` opened for reading only (see :class:`SQLiteConnection`)."""
+    if not path.is_file():
+        raise sqlite3.DatabaseError("no such file")
+    log = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if log.exists() else "immutable=1"
+    uri = f"{path.resolve().as_uri()}?{mode}"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)

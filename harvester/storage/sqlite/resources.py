@@ -16,7 +16,7 @@ from harvester.storage.sqlite.lists import SQLiteLists
 _COLUMNS = (
     "url, oai_identifier, listed_datestamp, archived_datestamp, set_specs, status, etag,"
     " last_modified, payload_digest, sha1, sha256, record_id, warc_file, warc_offset,"
-    " warc_length, warc_date, attempts"
+    " warc_length, warc_date, attempts, http_status"
 )
 # A failed resource is due once ``delay * 2 ** (attempts - 1)`` seconds have passed.
 _DUE = (
