@@ -28,5 +28,6 @@ MEANINGS = {
     ExitCode.FAILED: "failed (the cause is printed on one line)",
     ExitCode.USAGE: "usage error, or the collection is in use by another harvester",
     ExitCode.PARTIAL: "finished, but some resources failed; they are retried on the next run",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM; with --workers, a worker ended by"
+    " a signal); the next run resumes",
 }

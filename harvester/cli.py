@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -121,12 +121,19 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     if settings.workers > 1:
-        from harvester.workers import run_workers
+        from harvester.workers import command_line, run_workers
 
-        return run_workers(sys.argv[1:], settings.workers, settings.worker or None)
+        ctx = click.get_current_context()
+        argv = ["harvest", *command_line(ctx.command, ctx.params)]
+        return run_workers(argv, settings.workers, settings.worker or None)
     _log_to(settings.log_path, settings.quiet)
-    with ProgressReporter(quiet=settings.quiet) as progress:
-        summary = build_harvest(settings, progress).run()
+    # SIGTERM (a service manager's stop) ends the run as Ctrl-C does: cleanly, exit 130.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        with ProgressReporter(quiet=settings.quiet) as progress:
+            summary = build_harvest(settings, progress).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     _print_summary(summary.as_dict(), settings.json)
     partial = summary.failed or summary.broken or summary.lists_failed
     return ExitCode.PARTIAL if partial else ExitCode.OK

@@ -142,6 +142,12 @@ class LeaseStore(Protocol):
     def held(self, site: str, prefix: str = "host:") -> dict[str, str]:
         """The live leases named ``prefix...`` and their holders."""
 
+    def sitemaps_read(self, site: str, hosts: Collection[str]) -> set[str]:
+        """Those of ``hosts`` whose robots.txt and sitemaps a worker of the job has read."""
+
+    def mark_sitemaps_read(self, site: str, host: str) -> None:
+        """``host``'s robots.txt and sitemaps were read, and the URLs they name queued."""
+
 
 class ListStore(Protocol):
     """Each list's bound and position (``State.lists``)."""
