@@ -132,6 +132,10 @@ class Crawler:
                     running.add(asyncio.create_task(self._visit(item)))
                     continue
                 if not running and self.frontier.wake_time() is None:
+                    with self.batch.step():
+                        swept = self.frontier.sweep()
+                    if swept:
+                        continue  # pages a shorter path reached, to follow from there
                     if self.leasing is None or not await self._more_elsewhere(loop.time()):
                         break  # nothing queued and nothing in flight: the crawl is complete
                     continue

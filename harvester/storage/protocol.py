@@ -255,6 +255,19 @@ class FrontierStore(Protocol):
 
     def max_seq(self, site: str) -> int: ...
 
+    def depth_of(self, url: str) -> int | None:
+        """The URL's depth: its shortest known distance from a seed."""
+
+    def lower_depths(self, site: str, urls: Collection[str], depth: int) -> list[QueuedRow]:
+        """Give those of ``urls`` deeper than ``depth`` that depth; those fetched already
+        and queued again (when the crawl is depth-bound) are returned."""
+
+    def depth_bound(self, site: str) -> bool:
+        """Whether the crawl ever refused a link for its depth."""
+
+    def mark_depth_bound(self, site: str) -> list[QueuedRow]:
+        """Say so; the fetched URLs whose depth was lowered meanwhile, queued again."""
+
 
 class ItemStore(Protocol):
     """Records mode's items, their formats and linked resources (``State.items``)."""
