@@ -173,9 +173,8 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result a
 @click.option(
     "--min-interval",
     type=float,
-    default=60.0,
-    show_default=True,
-    help="Seconds between two fetches of one URL, at least.",
+    help="Seconds between two fetches of one URL, at least.  [default: 1, or the round-robin"
+    " cycle (URLs / --rate) when shorter]",
 )
 @click.option(
     "--max-interval",

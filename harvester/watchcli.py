@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from harvester.recrawl.policy import Bounds
+from harvester.recrawl.policy import AUTO, Bounds
 from harvester.settings import HarvestSettings, _check_url
 from harvester.watch import Watch
 from harvester.watchsources import from_urls, load_sources
@@ -18,8 +18,9 @@ def run_watch(
     """Watch until stopped or ``max_time``; the summary. ValueError for a usage error."""
     if flags["rate"] <= 0:
         raise ValueError("--rate must be positive")
-    bounds = Bounds(flags["min_interval"], flags["max_interval"])
-    if bounds.min_interval <= 0 or bounds.max_interval < bounds.min_interval:
+    low = flags["min_interval"]
+    bounds = Bounds(AUTO if low is None else low, flags["max_interval"])
+    if (low is not None and low <= 0) or bounds.max_interval < bounds.min_interval:
         raise ValueError("--min-interval must be positive and at most --max-interval")
     for url in urls:
         _check_url("url", url)
