@@ -43,7 +43,7 @@ from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog
 from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
-from harvester.storage.protocol import State
+from harvester.storage.protocol import Lease, State
 from harvester.summary import Progress, Summary
 
 if TYPE_CHECKING:
@@ -161,6 +161,26 @@ class Harvest:
             lister.advance_from()
 
     async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
+        """Records mode on a state many workers share: one worker at a time ingests, holding
+        the endpoint's list lease (renewed while it runs); the others have nothing to do."""
+        self.shared = None  # a listed job's, if the list found a records repository
+        if self.state.leases is None:
+            await self._ingest_alone(endpoint, recorder)
+            return
+        job = SharedJob(self.state.leases, self.settings.site_url, self._worker())
+        turn = job.list_turn(endpoint.endpoint)
+        if turn is None:
+            log.info("%s: another worker ingests it", endpoint.endpoint)
+            return
+        renewing = asyncio.create_task(_renew(job, turn))
+        try:
+            await self._ingest_alone(endpoint, recorder)
+        finally:
+            renewing.cancel()
+            job.end_turn(turn)
+            job.close()
+
+    async def _ingest_alone(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
         """Records mode (``records/ingest.py``): records, linked resources, item DIDLs; with
         ``--linked none`` only the list is fetched: no fetcher is made, nor its module imported."""
         from harvester.records.ingest import Ingest
@@ -293,3 +313,12 @@ class Harvest:
 
     def _expired(self) -> bool:
         return self._deadline is not None and time.monotonic() > self._deadline
+
+
+async def _renew(job: SharedJob, lease: Lease) -> None:
+    """Renew ``lease`` every quarter of its life until cancelled."""
+    check = job.renewing(lease, lambda: False)
+    while True:
+        await asyncio.sleep(job.leases.seconds / 4)
+        if check():
+            return
