@@ -185,6 +185,7 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result a
 )
 @click.option("--delay", type=float, default=0.0, help="Seconds between requests to one host.")
 @click.option("--ignore-robots", is_flag=True)
+@click.option("--state", help="The state's URL.  [default: sqlite:///OUT/SOURCE/state.sqlite]")
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def watch(urls: tuple[str, ...], out: Path, sources: Path | None, **flags: Any) -> int:

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from harvester.fetch import Fetcher
 
 log = logging.getLogger(__name__)
+DISCOVER = "discover:"  # the lease of the job's discovery (one worker probes at a time)
+CRAWL = "mode:crawl"  # the job's mark: its site has no provider
 
 
 class Harvest:
@@ -88,7 +90,7 @@ class Harvest:
         with CollectionLock(self.settings.out, self.settings.lock_name), self.state:
             self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
             repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
-            found = discover(self.settings, self.state)
+            found = self._discover()
             records = isinstance(found, EndpointInfo) and records_mode(
                 self.settings, found, self.state
             )
@@ -129,6 +131,25 @@ class Harvest:
             self.summary.mode = "records"
             records = Recorder(self.writer, strategy="oai-records", endpoint=found.endpoint)
             asyncio.run(self._ingest(found, records))
+
+    def _discover(self) -> EndpointInfo | ResourceSyncSource | None:
+        """Step 5. In a job many workers share (``--mode auto``), one worker at a time
+        probes, holding the lease ``discover:``; once one found no provider, the others crawl
+        without a probe (none of them is sent outside the host's lease while others crawl)."""
+        leases, site = self.state.leases, self.settings.site_url
+        if leases is None or self.settings.mode != "auto":
+            return discover(self.settings, self.state)
+        while (turn := leases.claim(site, DISCOVER, self._worker())) is None:
+            time.sleep(min(0.25, leases.seconds / 4))  # a dead holder's expires
+        try:
+            if leases.marked(site, [CRAWL]):
+                return discover(replace(self.settings, mode="crawl"), self.state)
+            found = discover(self.settings, self.state)
+            if found is None:
+                leases.mark(site, CRAWL)
+            return found
+        finally:
+            leases.release(site, turn)
 
     def _lister(
         self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder

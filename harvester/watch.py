@@ -48,8 +48,11 @@ from harvester.lock import CollectionLock
 from harvester.politeness import Pacer
 from harvester.recrawl.policy import Entry, HeapPolicy, Visit, make_policy
 from harvester.settings import HarvestSettings
+from harvester.storage import open_state
+from harvester.storage.postgres.schema import postgres_ddl
+from harvester.storage.protocol import State
+from harvester.storage.sqlite.recrawl import SCHEMA as REVISITS
 from harvester.storage.sqlite.recrawl import RecrawlState
-from harvester.storage.sqlite.state import SQLiteState, open_sqlite
 from harvester.summary import Summary
 from harvester.tokenbucket import TokenBucket
 from harvester.watchsources import Source
@@ -80,7 +83,7 @@ class Collection:
 
     source: Source
     settings: HarvestSettings
-    state: SQLiteState
+    state: State
     revisits: RecrawlState
     writer: RotatingWARCWriter
     recorder: Recorder
@@ -154,7 +157,7 @@ class Watch:
     ) -> Collection:
         settings.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(CollectionLock(settings.out))
-        state = stack.enter_context(open_sqlite(settings.state_url))
+        state = stack.enter_context(open_state(settings.state_url))
         settings.warc_dir.mkdir(parents=True, exist_ok=True)
         repaired = repair_open_files(settings.warc_dir, group_end=_ends_group)
         writer = RotatingWARCWriter(
@@ -167,7 +170,8 @@ class Watch:
         writer.open()
         stack.callback(writer.close)
         recorder = Recorder(writer, strategy="crawl", endpoint=None)
-        collection = Collection(source, settings, state, RecrawlState(state.db), writer, recorder)
+        revisits = RecrawlState(state.db, postgres_ddl(REVISITS) if settings.shared else REVISITS)
+        collection = Collection(source, settings, state, revisits, writer, recorder)
         self._recover(collection, repaired)
         self._load(collection)
         return collection
@@ -340,5 +344,5 @@ def poll_interval(floor: float, ceiling: float, quiet: float, failures: int) -> 
 
 def _has_endpoint(settings: HarvestSettings) -> bool:
     settings.out.mkdir(parents=True, exist_ok=True)
-    with open_sqlite(settings.state_url) as state:
+    with open_state(settings.state_url) as state:
         return discover(settings, state) is not None

@@ -8,6 +8,7 @@ from typing import Any
 
 from harvester.recrawl.policy import AUTO, Bounds
 from harvester.settings import HarvestSettings, _check_url
+from harvester.storage import check_state_url
 from harvester.watch import Watch
 from harvester.watchsources import from_urls, load_sources
 
@@ -30,9 +31,12 @@ def run_watch(
     if not sources:
         raise ValueError("give URLs to watch, or --sources FILE.toml")
     out.mkdir(parents=True, exist_ok=True)
+    if flags["state"] is not None:
+        check_state_url(flags["state"])
     base = HarvestSettings(
         site_url=sources[0].url,
         out=out,
+        state=flags["state"],
         delay=flags["delay"],
         ignore_robots=flags["ignore_robots"],
         quiet=True,

@@ -161,6 +161,23 @@ def test_a_worker_joining_mid_crawl_asks_no_host_that_another_holds(
         assert most_at_once(_spans(server)[skip:]) == 1
 
 
+def test_workers_with_default_flags_keep_to_the_default_per_host_limit(
+    slow_web: list[RunningServer], tmp_path: Path, pg_cluster: PGCluster
+) -> None:
+    """As a user runs it: ``--mode auto`` (each worker would probe the site for a provider)
+    and ``--crawl-per-host`` 2, its default: at most 2 requests in flight per host."""
+    state, out = pg_cluster.new_database(), tmp_path / "out"
+    before = [len(_spans(s)) for s in slow_web]
+    seeds = [arg for s in slow_web[1:] for arg in ("--seed", s.url + "/")]
+    argv = [sys.executable, "-m", "harvester.cli", "harvest", slow_web[0].url + "/", "--out"]
+    argv += [str(out), "--state", state, "--workers", "3", "--quiet", *seeds]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert len(captures(out)) == PAGES * len(HOSTS)
+    for server, skip in zip(slow_web, before, strict=True):
+        assert most_at_once(_spans(server)[skip:]) <= 2
+
+
 def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
     pg_cluster: PGCluster,
 ) -> None:

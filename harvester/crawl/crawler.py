@@ -52,6 +52,7 @@ from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
 GONE = (404, 410)
+SITEMAPS = "sitemaps:"  # the job's mark of a seed host whose sitemaps were read
 
 
 @dataclass
@@ -192,11 +193,12 @@ class Crawler:
         if not hosts:
             return
         leases, site = self.leasing.leases, self.leasing.site
-        todo = [h for h in hosts if h not in leases.sitemaps_read(site, hosts)]
+        read = leases.marked(site, [SITEMAPS + h for h in hosts])
+        todo = [h for h in hosts if SITEMAPS + h not in read]
         if todo:
             self.frontier.seed(await self._sitemap_seeds([seeds[h] for h in todo]))
         for host in todo:
-            leases.mark_sitemaps_read(site, host)
+            leases.mark(site, SITEMAPS + host)
 
     async def _more_elsewhere(self, now: float) -> bool:
         """Out of work: whether the job may still have some for this worker (sleeping a

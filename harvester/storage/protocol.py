@@ -65,7 +65,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.storage.values import (
     ACTIVE,
@@ -142,11 +142,12 @@ class LeaseStore(Protocol):
     def held(self, site: str, prefix: str = "host:") -> dict[str, str]:
         """The live leases named ``prefix...`` and their holders."""
 
-    def sitemaps_read(self, site: str, hosts: Collection[str]) -> set[str]:
-        """Those of ``hosts`` whose robots.txt and sitemaps a worker of the job has read."""
+    def marked(self, site: str, names: Collection[str]) -> set[str]:
+        """Those of ``names`` marked in the job."""
 
-    def mark_sitemaps_read(self, site: str, host: str) -> None:
-        """``host``'s robots.txt and sitemaps were read, and the URLs they name queued."""
+    def mark(self, site: str, name: str) -> None:
+        """Note ``name`` once in the job: ``sitemaps:<host>`` (a seed host's robots.txt and
+        sitemaps read, their URLs queued), ``mode:crawl`` (the site has no provider)."""
 
 
 class ListStore(Protocol):
@@ -318,6 +319,10 @@ class State(SourceStore, ResourceStore, FrontierStore, Protocol):
 
     @property
     def items(self) -> ItemStore: ...
+
+    @property
+    def db(self) -> Any:
+        """The connection, for a table kept beside the state's (the watch's revisits)."""
 
     def open(self) -> None: ...
 

@@ -27,7 +27,6 @@ from harvester.storage.protocol import Lease
 NOW = "extract(epoch from clock_timestamp())"
 HOST = "host:"
 LIST = "list:"
-SITEMAPS = "sitemaps:"  # a row, never held, for each seed host whose sitemaps were read
 # Where each kind of job keeps its outstanding work: a crawl's queued URLs, or the resources
 # a fetch still owes; both indexed on (site, status, host) (``schema.py``).
 _OUTSTANDING = {"crawl": ("frontier", "queued"), "fetch": ("resources", "pending")}
@@ -180,17 +179,18 @@ class PostgresLeases:
         ).fetchall()
         return {name: worker for name, worker in rows}
 
-    def sitemaps_read(self, site: str, hosts: Collection[str]) -> set[str]:
-        """Those of ``hosts`` whose robots.txt and sitemaps a worker has read (in the job)."""
+    def marked(self, site: str, names: Collection[str]) -> set[str]:
+        """Those of ``names`` marked in the job (:meth:`mark`)."""
         rows = self.db.execute(
-            "SELECT name FROM leases WHERE site=? AND name = ANY(?)",
-            (site, [SITEMAPS + host for host in hosts]),
+            "SELECT name FROM leases WHERE site=? AND name = ANY(?)", (site, list(names))
         ).fetchall()
-        return {name[len(SITEMAPS) :] for (name,) in rows}
+        return {name for (name,) in rows}
 
-    def mark_sitemaps_read(self, site: str, host: str) -> None:
+    def mark(self, site: str, name: str) -> None:
+        """Note ``name`` once in the job (a row never held): a seed host's sitemaps read
+        (``sitemaps:<host>``), the job's site found to have no provider (``mode:crawl``)."""
         with self.state.transaction():
             self.db.execute(
                 "INSERT INTO leases (site, name) VALUES (?,?) ON CONFLICT (site, name) DO NOTHING",
-                (site, SITEMAPS + host),
+                (site, name),
             )
