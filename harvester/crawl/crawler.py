@@ -17,7 +17,9 @@ Redirects are not followed in place: the 3xx response is archived and its target
 With ``leasing`` (a state many workers share), the crawler schedules only the hosts it holds
 (``crawl/leasing.py``), rebalances them every ``leasing.poll`` seconds, acknowledges each page
 under its host's lease, and ends when no host has work that it could take and no other worker
-holds one.
+holds one. A seed host's robots.txt and sitemaps are read by the worker that claims it, under
+its lease, once in the job (the mark ``sitemaps:<host>``), before any of its pages: no request
+reaches a host outside its lease.
 """
 
 from __future__ import annotations
