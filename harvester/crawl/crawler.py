@@ -85,6 +85,7 @@ class Crawler:
         self.leasing = leasing
         if leasing is not None:
             frontier.owns = leasing.owns
+            frontier.shared = True
         self.state, self.frontier, self.fetcher = state, frontier, fetcher
         self.archivist = archivist
         self.concurrency = concurrency

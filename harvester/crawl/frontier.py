@@ -60,6 +60,10 @@ class Frontier:
         # (crawl/leasing.py), when only the hosts it holds; the others' URLs are only queued.
         self.owns: Callable[[str], bool] = lambda host: True
         self.depth_bound = False  # whether a link unknown so far was refused for depth
+        # Whether other workers share the state (their links may lower a depth here); else
+        # the URLs this frontier lowered while queued are all there is to know.
+        self.shared = False
+        self._lowered: dict[str, int] = {}
 
     def open(self, hosts: Collection[str] | None = None) -> int:
         """Load the persisted queue (of ``hosts`` only, if given) into the scheduler; returns
@@ -117,7 +121,8 @@ class Frontier:
         once they are.
         """
         distance = self._distance.pop(parent.url, 0)
-        known = self.state.depth_of(parent.url)
+        lowered = self._lowered.pop(parent.url, None)
+        known = self.state.depth_of(parent.url) if self.shared else lowered
         if known is not None and known < parent.depth:  # a shorter path found meanwhile
             parent = replace(parent, depth=known)
         outlinks = distinct(self._followed(parent, distance, links))
@@ -138,7 +143,9 @@ class Frontier:
             fresh = {row.url for row in added}
             seen += [row.url for row in rows if row.url not in fresh]
         if seen:
-            self._reschedule(self.state.lower_depths(self.site, seen, depth))
+            queued, requeued = self.state.lower_depths(self.site, seen, depth)
+            self._lowered.update(dict.fromkeys(queued, depth))
+            self._reschedule(requeued)
         return added
 
     def sweep(self) -> int:

@@ -259,9 +259,11 @@ class FrontierStore(Protocol):
     def depth_of(self, url: str) -> int | None:
         """The URL's depth: its shortest known distance from a seed."""
 
-    def lower_depths(self, site: str, urls: Collection[str], depth: int) -> list[QueuedRow]:
-        """Give those of ``urls`` deeper than ``depth`` that depth; those fetched already
-        and queued again (when the crawl is depth-bound) are returned."""
+    def lower_depths(
+        self, site: str, urls: Collection[str], depth: int
+    ) -> tuple[list[str], list[QueuedRow]]:
+        """Give those of ``urls`` deeper than ``depth`` that depth: (the queued URLs lowered,
+        those fetched already and queued again when the crawl is depth-bound)."""
 
     def depth_bound(self, site: str) -> bool:
         """Whether the crawl ever refused a link for its depth."""

@@ -92,28 +92,38 @@ class SQLiteFrontier(SQLiteConnection):
         row = self.db.execute("SELECT depth FROM frontier WHERE url=?", (url,)).fetchone()
         return None if row is None else int(row[0])
 
-    def lower_depths(self, site: str, urls: Collection[str], depth: int) -> list[QueuedRow]:
-        """Give those of ``urls`` deeper than ``depth`` that depth; the fetched ones among
-        them are queued again (returned) when the crawl is depth-bound, else marked
-        ``lowered``. Inside the caller's transaction."""
-        again = "queued" if self.depth_bound(site) else "lowered"
-        requeued: list[QueuedRow] = []
+    def lower_depths(
+        self, site: str, urls: Collection[str], depth: int
+    ) -> tuple[list[str], list[QueuedRow]]:
+        """Give those of ``urls`` deeper than ``depth`` that depth (one statement a chunk,
+        which changes nothing in most); the fetched ones among them are queued again when the
+        crawl is depth-bound, else marked ``lowered``. Returns (the queued URLs lowered, the
+        rows queued again). Inside the caller's transaction."""
+        again = "again" if self.depth_bound(site) else "lowered"
+        lowered: list[str] = []
+        back: list[str] = []
         todo = list(urls)
         for start in range(0, len(todo), _CHUNK):
             chunk = todo[start : start + _CHUNK]
-            where = f"url IN ({marks(len(chunk))}) AND depth > ?"
-            self.db.execute(
-                f"UPDATE frontier SET depth=? WHERE {where} AND status='queued'",
-                (depth, *chunk, depth),
-            )
             rows = self.db.execute(
-                f"UPDATE frontier SET depth=?, status=? WHERE {where} AND status IN"
-                f" ('done','lowered') RETURNING {_COLUMNS}, status",
+                "UPDATE frontier SET depth=?, status=CASE WHEN status='queued' THEN 'queued'"
+                f" ELSE ? END WHERE url IN ({marks(len(chunk))}) AND depth > ? RETURNING url,"
+                " status",
                 (depth, again, *chunk, depth),
             ).fetchall()
-            requeued += [queued_row(row[:-1]) for row in rows if row[-1] == "queued"]
+            lowered += [url for url, status in rows if status == "queued"]
+            back += [url for url, status in rows if status == "again"]
+        requeued: list[QueuedRow] = []
+        for start in range(0, len(back), _CHUNK):
+            chunk = back[start : start + _CHUNK]
+            rows = self.db.execute(
+                f"UPDATE frontier SET status='queued' WHERE url IN ({marks(len(chunk))})"
+                f" RETURNING {_COLUMNS}",
+                chunk,
+            ).fetchall()
+            requeued += [queued_row(row) for row in rows]
         self._pending([row.url for row in requeued])
-        return requeued
+        return lowered, requeued
 
     def depth_bound(self, site: str) -> bool:
         """Whether the crawl of ``site`` ever refused a link for its depth."""
