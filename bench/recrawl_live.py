@@ -1,17 +1,22 @@
-"""``bench recrawl_live``: ``harvester watch --revisit adaptive`` against a uniform revisit loop.
+"""``bench recrawl_live``: ``harvester watch`` with default flags against a uniform revisit loop.
 
-Two copies of one loopback site (``tests/changing_site.py``, the same seed and start, so the
-same hidden change times), one per contender, watched side by side for ``--seconds`` (at most
-300) at the same ``--rate`` of requests a second:
+For each site shape (``--shapes``, run side by side), two copies of one loopback site
+(``tests/changing_site.py``, the same seed and start, so the same hidden change times), one
+per contender, watched side by side for ``--seconds`` (at most 300) at the same ``--rate`` of
+requests a second:
 
-- **adaptive**: ``harvester watch URL --revisit adaptive --rate R --max-time S`` in a child
-  process, archiving into WARC; what it captured is read back from its WARC files.
+- **adaptive**: ``harvester watch URL --rate R --max-time S`` (every other flag its default)
+  in a child process, archiving into WARC; what it captured is read back from its WARC files.
 - **uniform**: a plain loop written here: ``/`` first, then round-robin over the URLs it
   links to (and ``/``), one conditional GET (``If-None-Match``, ``If-Modified-Since``) every
   ``1 / R`` seconds, keeping the version each 200 hands out.
 
-The site: ``--pages`` pages, 70 % never changing, 25 % changing every few minutes (mean
-interval log-uniform over 1 .. 10 min), 5 % every few seconds (3 .. 20 s).
+The shapes, ``--pages`` pages each (mean change intervals log-uniform over the ranges):
+
+- ``minutes``: 70 % never changing, 25 % every 1 .. 10 min, 5 % every 3 .. 20 s;
+- ``seconds``: 60 % never changing, 30 % every 30 s .. 5 min, 10 % every 2 .. 8 s.
+
+In both, some pages change faster than the loop's cycle (``pages / rate`` seconds).
 
 Figures: **fetches**; **versions** archived (distinct page versions); **changes** captured
 (versions beyond each page's first); time-averaged **freshness** over the run (the share of
@@ -31,6 +36,7 @@ import sys
 import tempfile
 import time
 from bisect import bisect_right
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -43,18 +49,28 @@ from tests.changing_site import site_changes
 from tests.servers import RunningServer, start_wsgi
 
 MAX_SECONDS = 300.0
+COLUMNS = ("shape", "contender", "fetches", "versions", "changes", "changes / fetch")
+COLUMNS += ("freshness", "missing")
 VERSION = re.compile(r"<body>(/p\d+) version (\d+)<")
 
 
-def draw_rates(pages: int, seed: int) -> list[float]:
-    """70 % never, 25 % every 1 .. 10 minutes, 5 % every 3 .. 20 seconds (log-uniform)."""
+# shape: (share, (shortest, longest mean interval, s)) of the slow and the fast pages
+SHAPES = {
+    "minutes": ((0.25, (60.0, 600.0)), (0.05, (3.0, 20.0))),
+    "seconds": ((0.30, (30.0, 300.0)), (0.10, (2.0, 8.0))),
+}
+
+
+def draw_rates(pages: int, seed: int, shape: str = "minutes") -> list[float]:
+    """Each page's change rate: never, slow or fast in the shares of ``SHAPES[shape]``."""
+    (slow, slow_range), (fast, fast_range) = SHAPES[shape]
     rng = random.Random(seed)
     rates = []
     for _ in range(pages):
         kind = rng.random()
-        low, high = (60.0, 600.0) if kind < 0.25 else (3.0, 20.0)
+        low, high = slow_range if kind < slow else fast_range
         mean = math.exp(rng.uniform(math.log(low), math.log(high)))
-        rates.append(0.0 if kind >= 0.30 else 1 / mean)
+        rates.append(0.0 if kind >= slow + fast else 1 / mean)
     return rates
 
 
@@ -149,8 +165,7 @@ def handed_out(log: Path) -> set[tuple[str, int]]:
 
 def run_watch(url: str, out: Path, args: argparse.Namespace) -> subprocess.Popen[bytes]:
     argv = [sys.executable, "-m", "harvester.cli", "watch", url + "/", "--out", str(out)]
-    argv += ["--rate", str(args.rate), "--revisit", "adaptive", "--max-time", str(args.seconds)]
-    argv += ["--min-interval", "1", "--quiet", "--json"]
+    argv += ["--rate", str(args.rate), "--max-time", str(args.seconds), "--quiet", "--json"]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -160,15 +175,28 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=5.0, help="requests a second, each")
     parser.add_argument("--seconds", type=float, default=180.0, help=f"at most {MAX_SECONDS:g}")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--shapes", default="minutes,seconds", help="of " + ",".join(SHAPES))
     args = parser.parse_args(argv)
     if not 0 < args.seconds <= MAX_SECONDS or args.rate <= 0 or args.pages <= 0:
         parser.error(f"--seconds must be in (0, {MAX_SECONDS:g}], --rate and --pages positive")
+    args.shapes = args.shapes.split(",")
+    if not args.shapes or any(shape not in SHAPES for shape in args.shapes):
+        parser.error(f"--shapes must name some of {', '.join(SHAPES)}")
     return args
 
 
 def run(argv: list[str]) -> Report:
     args = parse_args(argv)
-    rates = draw_rates(args.pages, args.seed)
+    report = Report("recrawl_live", [*COLUMNS])
+    with ThreadPoolExecutor(max_workers=len(args.shapes)) as pool:  # the shapes side by side
+        runs = list(pool.map(lambda shape: _run_shape(args, shape), args.shapes))
+    for run_of_shape in runs:
+        _report(args, *run_of_shape, report)
+    return report
+
+
+def _run_shape(args: argparse.Namespace, shape: str) -> tuple[Seen, Captures, Captures, int]:
+    rates = draw_rates(args.pages, args.seed, shape)
     with tempfile.TemporaryDirectory(prefix="recrawl-live-") as tmp:
         root = Path(tmp)
         start = time.time()
@@ -193,29 +221,36 @@ def run(argv: list[str]) -> Report:
         missing = handed_out(root / "adaptive.log") - adaptive.versions
     changes = site_changes(rates, args.seed)
     window = (began, min(ended, began + args.seconds))
-    return _report(args, rates, changes, start, window, adaptive, uniform, len(missing))
+    return Seen(shape, rates, changes, start, window), adaptive, uniform, len(missing)
+
+
+@dataclass
+class Seen:
+    """One shape's run: its pages' rates and change times, the site's start, the window."""
+
+    shape: str
+    rates: list[float]
+    changes: list[list[float]]
+    start: float
+    window: tuple[float, float]
 
 
 def _report(
     args: argparse.Namespace,
-    rates: list[float],
-    changes: list[list[float]],
-    start: float,
-    window: tuple[float, float],
+    seen: Seen,
     adaptive: Captures,
     uniform: Captures,
     missing: int,
-) -> Report:
-    report = Report(
-        "recrawl_live",
-        ["contender", "fetches", "versions", "changes", "changes / fetch", "freshness", "missing"],
-    )
+    report: Report,
+) -> None:
+    shape, changes, start, window = seen.shape, seen.changes, seen.start, seen.window
     made = sum(bisect_right(c, window[1] - start) for c in changes)
     for name, got in (("adaptive", adaptive), ("uniform", uniform)):
         fresh = got.freshness(changes, start, window)
         per_fetch = got.changes / got.fetches if got.fetches else 0.0
         report.rows.append(
             [
+                shape,
                 name,
                 got.fetches,
                 len(got.versions),
@@ -225,18 +260,20 @@ def _report(
                 missing if name == "adaptive" else "-",
             ]
         )
-        report.figures[f"{name}_changes"] = got.changes
-        report.figures[f"{name}_fetches"] = got.fetches
-        report.figures[f"{name}_freshness"] = round(fresh, 4)
-    ratio = (adaptive.changes / max(adaptive.fetches, 1)) / max(
+        report.figures[f"{shape}_{name}_changes"] = got.changes
+        report.figures[f"{shape}_{name}_fetches"] = got.fetches
+        report.figures[f"{shape}_{name}_freshness"] = round(fresh, 4)
+    ratio = adaptive.changes / max(uniform.changes, 1)
+    per_fetch = (adaptive.changes / max(adaptive.fetches, 1)) / max(
         uniform.changes / max(uniform.fetches, 1), 1e-9
     )
-    report.figures["changes_per_fetch_ratio"] = round(ratio, 3)
-    report.figures["missing_versions"] = missing
-    never = sum(r == 0 for r in rates)
+    report.figures[f"{shape}_changes_ratio"] = round(ratio, 3)
+    report.figures[f"{shape}_changes_per_fetch_ratio"] = round(per_fetch, 3)
+    report.figures[f"{shape}_missing_versions"] = missing
+    never = sum(r == 0 for r in seen.rates)
     report.notes.append(
-        f"{args.pages} pages ({never} never change), {made} changes made in the run, "
-        f"{args.seconds:g} s at {args.rate:g} requests/s each, seed {args.seed}. "
-        f"Changes captured per fetch, adaptive / uniform: {ratio:.2f}x (goal >= 1.5x)."
+        f"{shape}: {args.pages} pages ({never} never change), {made} changes made in the run, "
+        f"{args.seconds:g} s at {args.rate:g} requests/s each, seed {args.seed}, the watch "
+        f"with default flags. Changes captured, adaptive / uniform: {ratio:.2f}x "
+        f"({per_fetch:.2f}x per fetch; goal >= 1.5x)."
     )
-    return report

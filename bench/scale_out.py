@@ -3,10 +3,11 @@
 The web is the scheduling benchmarks' (``tests/multihost.py``): ``--hosts`` loopback hosts
 (127.0.0.2, ...) of different speeds (0.08-0.2 s a page), latency-bound. Many hosts of about
 the same size (30-40 pages): on a web of a few hosts the slowest alone is the critical path,
-and no number of workers can beat it. Every worker runs ``--crawl-per-host 1``
-and ``--concurrency`` fetches (the capacity of one worker), so one worker fetches that many
-hosts at a time and more workers fetch more hosts at once, while the host leases keep one
-request per host across all of them, measured at the servers (``/_spans``). Then: a worker
+and no number of workers can beat it. Every worker runs with the harvester's default flags
+(``harvester harvest URL --out DIR --state postgresql://... --workers N`` and the other hosts
+as ``--seed``: ``--crawl-per-host 2``, ``--concurrency 16``), so more workers fetch more
+hosts at once, while the host leases keep at most ``--crawl-per-host`` requests per host
+across all of them, measured at the servers (``/_spans``). Then: a worker
 SIGKILLed mid-crawl and a fresh one started (``--lease`` short), counting duplicates and
 losses and timing the reclaim of the dead worker's hosts; and the claim latency, measured,
 from which the lease table's load at 16 and 64 workers is estimated.
@@ -38,7 +39,6 @@ def run(argv: list[str]) -> Report:
     ap = argparse.ArgumentParser(prog="bench scale_out")
     ap.add_argument("--hosts", type=int, default=24)
     ap.add_argument("--pages", type=int, default=30, help="Pages per host, about.")
-    ap.add_argument("--concurrency", type=int, default=2, help="Fetches per worker.")
     ap.add_argument("--lease", type=float, default=3.0, help="Lease of the SIGKILL run.")
     args = ap.parse_args(argv)
     kw = {"hosts": args.hosts, "min_pages": args.pages, "max_pages": args.pages + 10,
@@ -57,7 +57,7 @@ def run(argv: list[str]) -> Report:
             base = crawl_base = None
             for workers in (1, 2, 3, 4):
                 seconds, first, seen, most = _crawl(servers, cluster, Path(tmp) / f"w{workers}",
-                                                    workers, args.concurrency)  # fmt: skip
+                                                    workers)  # fmt: skip
                 base, crawl_base = base or seconds, crawl_base or seconds - first
                 dup = sum(seen.values()) - len(seen)
                 report.rows.append([workers, seconds, base / seconds, first,
@@ -74,11 +74,12 @@ def run(argv: list[str]) -> Report:
     return report
 
 
-def _command(servers: list[RunningServer], out: Path, state: str, conc: int) -> list[str]:
+def _command(servers: list[RunningServer], out: Path, state: str) -> list[str]:
+    """The command as a user runs it: every flag but the state, the seeds and --quiet its
+    default."""
     seeds = [a for s in servers[1:] for a in ("--seed", s.url + "/")]
     return [sys.executable, "-m", "harvester.cli", "harvest", servers[0].url + "/", "--out",
-            str(out), "--mode", "crawl", "--state", state, "--crawl-per-host", "1",
-            "--concurrency", str(conc), "--delay-factor", "0", "--quiet", *seeds]  # fmt: skip
+            str(out), "--state", state, "--quiet", *seeds]  # fmt: skip
 
 
 def _spans(servers: list[RunningServer]) -> list[list[list[float]]]:
@@ -90,14 +91,14 @@ def _spans(servers: list[RunningServer]) -> list[list[list[float]]]:
 
 
 def _crawl(
-    servers: list[RunningServer], cluster: PGCluster, out: Path, workers: int, conc: int
+    servers: list[RunningServer], cluster: PGCluster, out: Path, workers: int
 ) -> tuple[float, float, Counter[str], int]:
     """Seconds to completion, seconds before the first page request (the workers' start-up),
     the captures of each URL, and the most requests ever in flight to one host."""
     state = cluster.new_database()
     before = [len(s) for s in _spans(servers)]
     started, wall = time.monotonic(), time.time()
-    cmd = [*_command(servers, out, state, conc), "--workers", str(workers)]
+    cmd = [*_command(servers, out, state), "--workers", str(workers)]
     done = subprocess.run(cmd, timeout=900, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{workers} workers failed: {done.stderr[-2000:]}")
@@ -112,7 +113,7 @@ def _killed(servers: list[RunningServer], cluster: PGCluster, out: Path,
     """Two workers; one SIGKILLed once it archived a third of the web; a third starts."""
     state = cluster.new_database()
     site = servers[0].url + "/"
-    cmd = [*_command(servers, out, state, args.concurrency), "--lease", str(args.lease)]
+    cmd = [*_command(servers, out, state), "--lease", str(args.lease)]
     procs = {w: subprocess.Popen([*cmd, "--worker", w], stderr=subprocess.DEVNULL)
              for w in ("a", "b")}  # fmt: skip
     with open_state(state) as st:

@@ -29,5 +29,6 @@ MEANINGS = {
     ExitCode.USAGE: "usage error, or the collection is in use by another harvester",
     ExitCode.PARTIAL: "finished, but some resources failed; a later run retries them"
     " (404 or 410 twice: gone, no failure)",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM; with --workers, a worker ended by"
+    " a signal); the next run resumes",
 }

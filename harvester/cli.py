@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +128,19 @@ def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **fla
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     if settings.workers > 1:
-        from harvester.workers import run_workers
+        from harvester.workers import command_line, run_workers
 
-        return run_workers(sys.argv[1:], settings.workers, settings.worker or None)
+        ctx = click.get_current_context()
+        argv = ["harvest", *command_line(ctx.command, ctx.params)]
+        return run_workers(argv, settings.workers, settings.worker or None)
     _log_to(settings.log_path, settings.quiet)
-    with ProgressReporter(quiet=settings.quiet) as progress:
-        summary = build_harvest(settings, progress).run()
+    # SIGTERM (a service manager's stop) ends the run as Ctrl-C does: cleanly, exit 130.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        with ProgressReporter(quiet=settings.quiet) as progress:
+            summary = build_harvest(settings, progress).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     _print_summary(summary.as_dict(), settings.json)
     return summary.exit_code
 
@@ -172,9 +179,8 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result a
 @click.option(
     "--min-interval",
     type=float,
-    default=60.0,
-    show_default=True,
-    help="Seconds between two fetches of one URL, at least.",
+    help="Seconds between two fetches of one URL, at least.  [default: 1, or the round-robin"
+    " cycle (URLs / --rate) when shorter]",
 )
 @click.option(
     "--max-interval",
@@ -185,6 +191,7 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result a
 )
 @click.option("--delay", type=float, default=0.0, help="Seconds between requests to one host.")
 @click.option("--ignore-robots", is_flag=True)
+@click.option("--state", help="The state's URL.  [default: sqlite:///OUT/SOURCE/state.sqlite]")
 @click.option("--quiet", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def watch(urls: tuple[str, ...], out: Path, sources: Path | None, **flags: Any) -> int:

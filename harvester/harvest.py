@@ -18,6 +18,7 @@ import asyncio
 import logging
 import time
 from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,13 +46,15 @@ from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog
 from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
-from harvester.storage.protocol import State
+from harvester.storage.protocol import Lease, State
 from harvester.summary import Progress, Summary
 
 if TYPE_CHECKING:
     from harvester.fetch import Fetcher
 
 log = logging.getLogger(__name__)
+DISCOVER = "discover:"  # the lease of the job's discovery (one worker probes at a time)
+CRAWL = "mode:crawl"  # the job's mark: its site has no provider
 
 
 class Harvest:
@@ -110,7 +113,7 @@ class Harvest:
     def _run(self, runs: RunLog) -> None:
         self.settings.warc_dir.mkdir(parents=True, exist_ok=True)
         repaired = repair_open_files(self.settings.warc_dir, group_end=_ends_group)
-        found = discover(self.settings, self.state)
+        found = self._discover()
         records = isinstance(found, EndpointInfo) and records_mode(self.settings, found, self.state)
         self._undecided = records is None
         kind = "records" if records else source_kind(found)
@@ -176,6 +179,25 @@ class Harvest:
             )
             asyncio.run(self._ingest(found, records))
 
+    def _discover(self) -> EndpointInfo | ResourceSyncSource | None:
+        """Step 5. In a job many workers share (``--mode auto``), one worker at a time
+        probes, holding the lease ``discover:``; once one found no provider, the others crawl
+        without a probe (none of them is sent outside the host's lease while others crawl)."""
+        leases, site = self.state.leases, self.settings.site_url
+        if leases is None or self.settings.mode != "auto":
+            return discover(self.settings, self.state)
+        while (turn := leases.claim(site, DISCOVER, self._worker())) is None:
+            time.sleep(min(0.25, leases.seconds / 4))  # a dead holder's expires
+        try:
+            if leases.marked(site, [CRAWL]):
+                return discover(replace(self.settings, mode="crawl"), self.state)
+            found = discover(self.settings, self.state)
+            if found is None:
+                leases.mark(site, CRAWL)
+            return found
+        finally:
+            leases.release(site, turn)
+
     def _lister(
         self, found: EndpointInfo | ResourceSyncSource, recorder: Recorder
     ) -> Lister | ResourceSyncLister:
@@ -207,6 +229,26 @@ class Harvest:
             lister.advance_from()
 
     async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
+        """Records mode on a state many workers share: one worker at a time ingests, holding
+        the endpoint's list lease (renewed while it runs); the others have nothing to do."""
+        self.shared = None  # a listed job's, if the list found a records repository
+        if self.state.leases is None:
+            await self._ingest_alone(endpoint, recorder)
+            return
+        job = SharedJob(self.state.leases, self.settings.site_url, self._worker())
+        turn = job.list_turn(endpoint.endpoint)
+        if turn is None:
+            log.info("%s: another worker ingests it", endpoint.endpoint)
+            return
+        renewing = asyncio.create_task(_renew(job, turn))
+        try:
+            await self._ingest_alone(endpoint, recorder)
+        finally:
+            renewing.cancel()
+            job.end_turn(turn)
+            job.close()
+
+    async def _ingest_alone(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
         """Records mode (``records/ingest.py``): records, linked resources, item DIDLs; with
         ``--linked none`` only the list is fetched: no fetcher is made, nor its module imported."""
         from harvester.records.ingest import Ingest
@@ -326,3 +368,12 @@ def exit_of(exc: BaseException) -> int:
     if isinstance(exc, KeyboardInterrupt):
         return ExitCode.INTERRUPTED
     return ExitCode.FAILED
+
+
+async def _renew(job: SharedJob, lease: Lease) -> None:
+    """Renew ``lease`` every quarter of its life until cancelled."""
+    check = job.renewing(lease, lambda: False)
+    while True:
+        await asyncio.sleep(job.leases.seconds / 4)
+        if check():
+            return

@@ -2,8 +2,10 @@
 
 Each source has its own collection. A crawled source's URLs are revisited in the order of
 one :mod:`~harvester.recrawl.policy` shared by every crawled source, one fetch at a time,
-each taking a token of the watch's :class:`~harvester.tokenbucket.TokenBucket` (``--rate``)
-and waiting out its host's ``--delay`` (:class:`~harvester.politeness.Pacer`): a conditional
+each taking a token of the watch's :class:`~harvester.tokenbucket.TokenBucket` (``--rate``),
+spent at once on the URL the policy picks (the one due, or the one most likely to have
+changed: :meth:`~harvester.recrawl.policy.HeapPolicy.pick`), and waiting out its host's
+``--delay`` (:class:`~harvester.politeness.Pacer`): a conditional
 GET through :mod:`harvester.fetch`, recorded by :mod:`harvester.archive.recorder` (a revisit
 record when the server says 304 or the payload digest is the same); a new version's links on
 the source's host are queued at once. The collection's state marks the capture archived and
@@ -13,9 +15,10 @@ repairs the open WARC file, counts the groups the state never heard of as archiv
 continues with what it had learned. SIGTERM and SIGINT finish the fetch under way and stop.
 
 An OAI-PMH source is polled: the incremental harvest (:class:`~harvester.harvest.Harvest`),
-whose ListIdentifiers asks ``from`` its last list and fetches only what was listed, at an
-interval of ``ln 2 / r`` (a change is even odds by then), ``r`` the source's change rate
-estimated from its polls (:func:`~harvester.recrawl.estimate.estimate`), within its bounds.
+whose ListIdentifiers asks ``from`` its last list (one request when nothing changed) and
+fetches only what was listed, every :data:`POLL_FLOOR` seconds (or the source's
+``min_interval``) while it changes, backing off when nothing changed for long or a poll fails
+(a 503 included): :func:`poll_interval`. What each poll archived counts in the summary.
 """
 
 from __future__ import annotations
@@ -39,22 +42,27 @@ from harvester.assembly import build_harvest, warc_prefix
 from harvester.clock import http_time
 from harvester.crawl.links import extract_links
 from harvester.discovery import discover
-from harvester.exceptions import ArchiveError, FetchError
+from harvester.exceptions import ArchiveError, FetchError, HarvestError
 from harvester.exchange import HttpExchange
 from harvester.fetch import Fetcher
 from harvester.limits import FetchSettings, fetch_settings
 from harvester.lock import CollectionLock
 from harvester.politeness import Pacer
-from harvester.recrawl.estimate import History, estimate
 from harvester.recrawl.policy import Entry, HeapPolicy, Visit, make_policy
 from harvester.settings import HarvestSettings
+from harvester.storage import open_state
+from harvester.storage.postgres.schema import postgres_ddl
+from harvester.storage.protocol import State
+from harvester.storage.sqlite.recrawl import SCHEMA as REVISITS
 from harvester.storage.sqlite.recrawl import RecrawlState
-from harvester.storage.sqlite.state import SQLiteState, open_sqlite
+from harvester.summary import Summary
 from harvester.tokenbucket import TokenBucket
 from harvester.watchsources import Source
 
 log = logging.getLogger(__name__)
 IDLE = 1.0  # seconds between checks of the stop flag while waiting
+POLL_FLOOR = 2.0  # seconds between two polls of a source, at least (by default)
+POLL_CEILING = 300.0  # seconds between two polls, at most, however long nothing changed
 
 
 @dataclass
@@ -77,7 +85,7 @@ class Collection:
 
     source: Source
     settings: HarvestSettings
-    state: SQLiteState
+    state: State
     revisits: RecrawlState
     writer: RotatingWARCWriter
     recorder: Recorder
@@ -151,7 +159,7 @@ class Watch:
     ) -> Collection:
         settings.out.mkdir(parents=True, exist_ok=True)
         stack.enter_context(CollectionLock(settings.out))
-        state = stack.enter_context(open_sqlite(settings.state_url))
+        state = stack.enter_context(open_state(settings.state_url))
         settings.warc_dir.mkdir(parents=True, exist_ok=True)
         repaired = repair_open_files(settings.warc_dir, group_end=_ends_group)
         index = CdxIndex(settings.cdx_path)
@@ -173,7 +181,8 @@ class Watch:
             endpoint=None,
             identifier=identifier_for(settings.identify, "crawl"),
         )
-        collection = Collection(source, settings, state, RecrawlState(state.db), writer, recorder)
+        revisits = RecrawlState(state.db, postgres_ddl(REVISITS) if settings.shared else REVISITS)
+        collection = Collection(source, settings, state, revisits, writer, recorder)
         self._recover(collection, repaired)
         self._load(collection)
         return collection
@@ -204,12 +213,15 @@ class Watch:
     async def _revisit(self, crawled: list[Collection]) -> None:
         async with Fetcher(self._fetch_settings(crawled[0].settings)) as fetcher:
             while not self._stopping():
-                entry = self.policy.next()
+                await self.bucket.take()  # a fetch of the budget in hand: spend it if any URL
+                entry = self.policy.pick(time.time())  # is due or worth fetching early
                 if entry is None:
-                    return
-                if not await self._wait_until(self.policy.at(entry)):
-                    return
-                await self.bucket.take()
+                    if (first := self.policy.next()) is None:
+                        return
+                    soon = time.time() + 1 / self.bucket.rate  # a URL may pass its floor
+                    if not await self._wait_until(min(self.policy.at(first), soon)):
+                        return
+                    continue
                 await self.pacer.wait(entry.url)
                 await self._visit(fetcher, entry)
 
@@ -271,23 +283,38 @@ class Watch:
     # -- polled sources ----------------------------------------------------------------
 
     async def _poll(self, source: Source) -> None:
-        """Harvest ``source`` incrementally at an interval that follows its rate of change."""
-        history, last = History(), None
+        """Harvest ``source`` incrementally, every :func:`poll_interval` seconds."""
+        quiet_since, failures = time.monotonic(), 0
+        floor = source.bounds.min_interval or POLL_FLOOR
+        ceiling = max(min(source.bounds.max_interval, POLL_CEILING), floor)
         while not self._stopping():
             await self.bucket.take()
             settings = replace(self._settings(source), max_time=self._remaining())
-            summary = await asyncio.to_thread(build_harvest(settings).run)
+            try:
+                summary: Summary | None = await asyncio.to_thread(build_harvest(settings).run)
+            except HarvestError as exc:
+                log.warning("%s: poll failed: %s", source.url, exc)
+                summary = None
             self.summary.polls += 1
-            now = time.monotonic()
-            changed = bool(summary.fetched or summary.deleted or summary.unchanged)
-            if last is not None:
-                history = history.seen(now - last, changed)
-            last = now
-            rate = max(estimate(history), 0.5 / (history.observed + source.bounds.min_interval))
-            wait = source.bounds.clamp(math.log(2) / rate)
-            log.info("%s: polled (%s); next poll in %.0f s", source.url, summary.fetched, wait)
+            if summary is None or summary.lists_failed:
+                failures += 1
+            else:
+                failures = 0
+                if self._count(summary):
+                    quiet_since = time.monotonic()
+            quiet = time.monotonic() - quiet_since
+            wait = poll_interval(floor, ceiling, quiet, failures)
+            log.info("%s: polled; next poll in %.1f s", source.url, wait)
             if not await self._wait_until(time.time() + wait):
                 return
+
+    def _count(self, summary: Summary) -> int:
+        """Add what a poll archived to the watch's summary; how many changes it archived."""
+        self.summary.fetches += summary.fetched + summary.unchanged + summary.failed
+        self.summary.changed += summary.fetched + summary.deleted
+        self.summary.unchanged += summary.unchanged
+        self.summary.failed += summary.failed
+        return summary.fetched + summary.deleted
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -313,9 +340,22 @@ class Watch:
         return fetch_settings(replace(settings, per_host=1, concurrency=4))
 
 
+def poll_interval(floor: float, ceiling: float, quiet: float, failures: int) -> float:
+    """Seconds to the next poll of a source: ``floor``, growing with the time nothing
+    changed (a tenth of it), doubled after each failed poll in a row (a 503 included),
+    ``ceiling`` at most.
+
+    >>> poll_interval(2, 300, 0, 0), poll_interval(2, 300, 100, 0), poll_interval(2, 300, 0, 3)
+    (2, 10.0, 16)
+    >>> poll_interval(2, 300, 1e6, 0), poll_interval(2, 300, 0, 20)
+    (300, 300)
+    """
+    return min(max(floor, quiet / 10) * 2 ** min(failures, 16), ceiling)
+
+
 def _has_endpoint(settings: HarvestSettings) -> bool:
     settings.out.mkdir(parents=True, exist_ok=True)
-    with open_sqlite(settings.state_url) as state:
+    with open_state(settings.state_url) as state:
         return discover(settings, state) is not None
 
 

@@ -6,8 +6,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from harvester.recrawl.policy import Bounds
+from harvester.recrawl.policy import AUTO, Bounds
 from harvester.settings import HarvestSettings, _check_url
+from harvester.storage import check_state_url
 from harvester.watch import Watch
 from harvester.watchsources import from_urls, load_sources
 
@@ -18,8 +19,9 @@ def run_watch(
     """Watch until stopped or ``max_time``; the summary. ValueError for a usage error."""
     if flags["rate"] <= 0:
         raise ValueError("--rate must be positive")
-    bounds = Bounds(flags["min_interval"], flags["max_interval"])
-    if bounds.min_interval <= 0 or bounds.max_interval < bounds.min_interval:
+    low = flags["min_interval"]
+    bounds = Bounds(AUTO if low is None else low, flags["max_interval"])
+    if (low is not None and low <= 0) or bounds.max_interval < bounds.min_interval:
         raise ValueError("--min-interval must be positive and at most --max-interval")
     for url in urls:
         _check_url("url", url)
@@ -29,9 +31,12 @@ def run_watch(
     if not sources:
         raise ValueError("give URLs to watch, or --sources FILE.toml")
     out.mkdir(parents=True, exist_ok=True)
+    if flags["state"] is not None:
+        check_state_url(flags["state"])
     base = HarvestSettings(
         site_url=sources[0].url,
         out=out,
+        state=flags["state"],
         delay=flags["delay"],
         ignore_robots=flags["ignore_robots"],
         quiet=True,

@@ -8,7 +8,7 @@ A sources file holds one ``[[source]]`` table per source::
     out = "example"                      # its collection, under --out (default: from the URL)
     weight = 2.0                         # its pages count twice in the revisit order
     min_interval = 60                    # seconds between two fetches of one URL, at least
-    max_interval = 604800                # and at most
+    max_interval = 604800                # and at most (defaults: --min-interval, --max-interval)
 
 The kinds of source plug into :mod:`harvester.watch` through :class:`SourceKind`: ``crawl``
 (revisits of every URL found, through :mod:`harvester.recrawl.policy`) and ``oai`` (a poll,
@@ -30,7 +30,7 @@ from harvester.recrawl.policy import Bounds
 
 MODES = ("auto", "oai", "crawl")
 KEYS = {"url", "mode", "out", "weight", "min_interval", "max_interval"}
-DEFAULT_BOUNDS = Bounds(min_interval=60.0, max_interval=7 * 86400.0)
+DEFAULT_BOUNDS = Bounds()  # the default floor (1 s or the round-robin cycle) .. 7 days
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def _source(path: Path, index: int, table: Any, out: Path, bounds: Bounds) -> So
         high = float(table.get("max_interval", bounds.max_interval))
     except (TypeError, ValueError):
         raise ValueError(f"{where}: weight and intervals must be numbers") from None
-    if weight <= 0 or low <= 0 or high < low:
+    if weight <= 0 or low < 0 or (low == 0 and "min_interval" in table) or high < low:
         raise ValueError(f"{where}: weight and intervals must be positive, min <= max")
     folder = table.get("out", folder_name(url))
     return Source(url, out / str(folder), mode, weight, Bounds(low, high))

@@ -17,8 +17,9 @@ the caller POSTs the base URLs of all hosts, in host order, to ``/_peers`` of ea
 :func:`start_web`), and until then every page answers 503. ``GET /_peers`` answers 200 at any
 time, for the readiness check. ``GET /_log`` lists every other request as ``[arrival, path]``
 (Unix time), so a caller can tell when a crawl's first request arrived; ``GET /_spans`` lists
-every page request as ``[arrival, end]``, its end when the last byte was handed to the
-server, so a caller can tell how many requests were ever in flight at once (:func:`most_at_once`).
+every request but the control ones (robots.txt and sitemaps included) as ``[arrival, end]``,
+its end when the last byte was handed to the server, so a caller can tell how many requests
+were ever in flight at once (:func:`most_at_once`).
 
 The throttle: every response waits ``latency`` seconds before its headers, and a body is then
 sent in chunks paced at ``bandwidth`` bytes/s; both are multiplied per request by a log-normal
@@ -239,7 +240,7 @@ class Throttle:
 def _app(index: int, pages: dict[str, Page], throttle: Throttle) -> WSGIApp:
     peers: list[str] = []
     log: list[tuple[float, str]] = []  # (arrival, path) of every request but the control ones
-    spans: list[tuple[float, float]] = []  # (arrival, end) of every page request
+    spans: list[tuple[float, float]] = []  # (arrival, end) of every other request
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
@@ -255,9 +256,11 @@ def _app(index: int, pages: dict[str, Page], throttle: Throttle) -> WSGIApp:
         time.sleep(throttle.latency * factor)
         page = pages.get(path)
         if not peers:
-            return _send(start_response, "503 Service Unavailable", b"peers not set yet")
-        if page is None:
-            return _send(start_response, "404 Not Found", b"not found")
+            answer = _send(start_response, "503 Service Unavailable", b"peers not set yet")
+            return _spanned(iter(answer), arrival, spans)
+        if page is None:  # robots.txt and sitemaps too: they count as requests in flight
+            answer = _send(start_response, "404 Not Found", b"not found")
+            return _spanned(iter(answer), arrival, spans)
         body = render(index, path, page, peers)
         headers = [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))]
         start_response("200 OK", headers)

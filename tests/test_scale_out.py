@@ -50,6 +50,18 @@ def web() -> Iterator[list[RunningServer]]:
             server.stop()
 
 
+@pytest.fixture(scope="module")
+def slow_web() -> Iterator[list[RunningServer]]:
+    """The same web, each answer taking 0.3 s: a host is busy most of the time."""
+    kwargs = [{"index": h, "graph": _graph(h), "latency": 0.3} for h in range(len(HOSTS))]
+    servers = start_web("tests.multihost:graph_site", kwargs, HOSTS)
+    try:
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
 def _command(web: list[RunningServer], out: Path, state: str, *extra: str) -> list[str]:
     seeds = [arg for s in web[1:] for arg in ("--seed", s.url + "/")]
     return [
@@ -65,11 +77,18 @@ def _spans(server: RunningServer) -> list[list[float]]:
     return spans
 
 
+def _log(server: RunningServer) -> list[list[object]]:
+    with urllib.request.urlopen(server.url + "/_log", timeout=10) as response:
+        log: list[list[object]] = json.loads(response.read())
+    return log
+
+
 def test_workers_share_a_crawl_each_page_once_one_request_per_host(
     web: list[RunningServer], tmp_path: Path, pg_cluster: PGCluster
 ) -> None:
     state = pg_cluster.new_database()
     before = [len(_spans(s)) for s in web]
+    logged = [len(_log(s)) for s in web]
     out = tmp_path / "out"
     done = subprocess.run(
         [*_command(web, out, state), "--workers", "3"], capture_output=True, text=True, timeout=240
@@ -77,8 +96,11 @@ def test_workers_share_a_crawl_each_page_once_one_request_per_host(
     assert done.returncode == ExitCode.OK, done.stderr
     seen = captures(out)
     assert len(seen) == PAGES * len(HOSTS) and set(seen.values()) == {1}  # none twice, none lost
-    for server, skip in zip(web, before, strict=True):
-        assert most_at_once(_spans(server)[skip:]) == 1  # across all workers, at the server
+    for server, skip, skip_log in zip(web, before, logged, strict=True):
+        # across all workers, at the server, robots.txt and sitemaps included, from the first
+        assert most_at_once(_spans(server)[skip:]) == 1
+        paths = [path for _, path in _log(server)[skip_log:]]
+        assert paths.count("/sitemap.xml") == 1  # read once in the job, by the host's holder
     with open_state(state) as opened:
         by_worker = opened.captures_by_worker(web[0].url + "/")
     assert len(by_worker) >= 2 and sum(by_worker.values()) == PAGES * len(HOSTS)
@@ -115,6 +137,45 @@ def test_a_sigkilled_workers_hosts_are_reclaimed_after_its_lease(
     seen = captures(out)
     assert len(seen) == PAGES * len(HOSTS)  # nothing lost
     assert sum(seen.values()) - len(seen) <= len(HOSTS)  # at most what was in flight, again
+
+
+def test_a_worker_joining_mid_crawl_asks_no_host_that_another_holds(
+    slow_web: list[RunningServer], tmp_path: Path, pg_cluster: PGCluster
+) -> None:
+    """A replacement worker started while another crawls reads no robots.txt or sitemap of
+    a host the other holds: at the servers, one request in flight per host throughout."""
+    state, out, site = pg_cluster.new_database(), tmp_path / "out", slow_web[0].url + "/"
+    before = [len(_spans(s)) for s in slow_web]
+    command = [*_command(slow_web, out, state), "--delay", "0.2"]
+    first = subprocess.Popen([*command, "--worker", "first"], stderr=subprocess.PIPE, text=True)
+    with open_state(state) as opened:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not opened.captures_by_worker(site).get("first"):
+            time.sleep(0.05)
+    late = subprocess.run(
+        [*command, "--worker", "late"], capture_output=True, text=True, timeout=240
+    )
+    assert first.wait(timeout=240) == ExitCode.OK and late.returncode == ExitCode.OK, late.stderr
+    assert len(captures(out)) == PAGES * len(HOSTS)
+    for server, skip in zip(slow_web, before, strict=True):
+        assert most_at_once(_spans(server)[skip:]) == 1
+
+
+def test_workers_with_default_flags_keep_to_the_default_per_host_limit(
+    slow_web: list[RunningServer], tmp_path: Path, pg_cluster: PGCluster
+) -> None:
+    """As a user runs it: ``--mode auto`` (each worker would probe the site for a provider)
+    and ``--crawl-per-host`` 2, its default: at most 2 requests in flight per host."""
+    state, out = pg_cluster.new_database(), tmp_path / "out"
+    before = [len(_spans(s)) for s in slow_web]
+    seeds = [arg for s in slow_web[1:] for arg in ("--seed", s.url + "/")]
+    argv = [sys.executable, "-m", "harvester.cli", "harvest", slow_web[0].url + "/", "--out"]
+    argv += [str(out), "--state", state, "--workers", "3", "--quiet", *seeds]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert len(captures(out)) == PAGES * len(HOSTS)
+    for server, skip in zip(slow_web, before, strict=True):
+        assert most_at_once(_spans(server)[skip:]) <= 2
 
 
 def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(

@@ -17,7 +17,9 @@ Redirects are not followed in place: the 3xx response is archived and its target
 With ``leasing`` (a state many workers share), the crawler schedules only the hosts it holds
 (``crawl/leasing.py``), rebalances them every ``leasing.poll`` seconds, acknowledges each page
 under its host's lease, and ends when no host has work that it could take and no other worker
-holds one.
+holds one. A seed host's robots.txt and sitemaps are read by the worker that claims it, under
+its lease, once in the job (the mark ``sitemaps:<host>``), before any of its pages: no request
+reaches a host outside its lease.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 
 log = logging.getLogger(__name__)
+SITEMAPS = "sitemaps:"  # the job's mark of a seed host whose sitemaps were read
 
 
 @dataclass
@@ -82,6 +85,7 @@ class Crawler:
         self.leasing = leasing
         if leasing is not None:
             frontier.owns = leasing.owns
+            frontier.shared = True
         self.state, self.frontier, self.fetcher = state, frontier, fetcher
         self.archivist = archivist
         self.concurrency = concurrency
@@ -124,7 +128,7 @@ class Crawler:
         try:
             while not self._limited():
                 if self.leasing is not None and self.leasing.due(loop.time()):
-                    self._rebalance(loop.time())
+                    await self._rebalance(loop.time())
                 free = len(running) < self.concurrency
                 item = self.frontier.next(loop.time()) if free else None
                 if item is not None:
@@ -132,6 +136,10 @@ class Crawler:
                     running.add(asyncio.create_task(self._visit(item)))
                     continue
                 if not running and self.frontier.wake_time() is None:
+                    with self.batch.step():
+                        swept = self.frontier.sweep()
+                    if swept:
+                        continue  # pages a shorter path reached, to follow from there
                     if self.leasing is None or not await self._more_elsewhere(loop.time()):
                         break  # nothing queued and nothing in flight: the crawl is complete
                     continue
@@ -151,16 +159,21 @@ class Crawler:
             queued = self.frontier.open()
             if queued == 0 and self.state.requeue_done(self.site):
                 queued = self.frontier.open()  # a new cycle: revisit everything known
-        extra = [] if queued else await self._sitemap_seeds()
+        # A shared crawl reads a seed host's sitemaps under its lease, once claimed.
+        fresh = not queued and self.leasing is None
+        extra = await self._sitemap_seeds(_origins(self.seeds)) if fresh else []
         added = self.frontier.seed([*self.seeds, *extra])
         log.info("crawl of %s: %d queued, %d seeds added", self.site, queued, added)
 
     # -- a shared crawl --
 
-    def _rebalance(self, now: float) -> bool:
-        """Renew, give back and claim hosts (``crawl/leasing.py``); whether any was claimed."""
+    async def _rebalance(self, now: float) -> bool:
+        """Renew, give back and claim hosts (``crawl/leasing.py``); whether any was claimed.
+        A seed host claimed whose robots.txt and sitemaps no worker has read yet has them read
+        now, under its lease, before any of its pages is handed out."""
         assert self.leasing is not None
         scheduler = self.frontier.scheduler
+        before = set(self.leasing.held)
         claimed, gone = self.leasing.rebalance(
             now,
             scheduler.idle,
@@ -173,24 +186,41 @@ class Crawler:
             self.frontier.open(hosts=[lease.host])
             if wait := self.leasing.wait_before(lease):
                 scheduler.not_before(lease.host, now + wait)
+        await self._sitemaps_under_leases([c.host for c in claimed if c.host not in before])
         return bool(claimed)
+
+    async def _sitemaps_under_leases(self, hosts: list[str]) -> None:
+        assert self.leasing is not None
+        seeds = {host: origin for origin in _origins(self.seeds) if (host := _host(origin))}
+        hosts = [h for h in hosts if h in seeds]
+        if not hosts:
+            return
+        leases, site = self.leasing.leases, self.leasing.site
+        read = leases.marked(site, [SITEMAPS + h for h in hosts])
+        todo = [h for h in hosts if SITEMAPS + h not in read]
+        if todo:
+            self.frontier.seed(await self._sitemap_seeds([seeds[h] for h in todo]))
+        for host in todo:
+            leases.mark(site, SITEMAPS + host)
 
     async def _more_elsewhere(self, now: float) -> bool:
         """Out of work: whether the job may still have some for this worker (sleeping a
         poll first when nothing could be claimed right now)."""
         assert self.leasing is not None
-        if self._rebalance(now):
+        if await self._rebalance(now):
             return True
         if not self.leasing.others_busy() and not self.leasing.held:
             return False
         await asyncio.sleep(self.leasing.poll)
         return True
 
-    async def _sitemap_seeds(self) -> list[str]:
-        urls: list[str] = []
-        for seed in dict.fromkeys(_origin(s) for s in self.seeds):
-            urls += await sitemap_urls(self.fetcher, seed, self.frontier.scope.on_site)
-        return urls
+    async def _sitemap_seeds(self, origins: list[str]) -> list[str]:
+        """The URLs the sitemaps of ``origins`` name: the origins read at once, each one's
+        robots.txt and sitemaps one after another (one request in flight per host)."""
+        found = await asyncio.gather(
+            *(sitemap_urls(self.fetcher, o, self.frontier.scope.on_site) for o in origins)
+        )
+        return [url for urls in found for url in urls]
 
     async def _wait(self, running: set[asyncio.Task[None]], now: float, *, full: bool) -> None:
         """Until a page's task ends, or, with a free slot, a response frees its host (whose
@@ -349,6 +379,14 @@ def _retry_after(result: HttpExchange) -> float | None:
     return parse_retry_after(value, utcnow()) if value else None
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}/"
+def _origins(seeds: list[str]) -> list[str]:
+    """The seeds' origins, each once, in order.
+
+    >>> _origins(["http://a.example/x", "http://a.example/y", "https://b.example:8443/"])
+    ['http://a.example/', 'https://b.example:8443/']
+    """
+    return list(dict.fromkeys(f"{p.scheme}://{p.netloc}/" for p in map(urlsplit, seeds)))
+
+
+def _host(url: str) -> str:
+    return (urlsplit(url).hostname or "").lower()

@@ -6,6 +6,14 @@ state (the persisted queue, so a killed crawl resumes with nothing lost) and the
 (which host next, and which of its URLs). A URL is scored and queued once; later links to it
 only add to its score, and when pages of different policies link it, the most trusting
 policy wins (:meth:`PolicySet.combine`).
+
+A URL's depth is its shortest known distance from a seed, whatever the order pages are
+fetched in: a link to a known URL from a page nearer a seed lowers its depth in the state, and
+a page's links are judged from its depth in the state at the moment it is fetched. Once the
+crawl is depth-bound (a link unknown so far was refused for depth), a fetched page whose
+depth is lowered is queued again, so that the links it was refused are followed; until
+then only marked, to be queued again when the crawl becomes depth-bound
+(``storage/sqlite/frontier.py``). So one worker or many, in any order, archive one set.
 """
 
 from __future__ import annotations
@@ -51,6 +59,11 @@ class Frontier:
         # Whether this worker schedules a host's URLs: always, unless the crawl is shared
         # (crawl/leasing.py), when only the hosts it holds; the others' URLs are only queued.
         self.owns: Callable[[str], bool] = lambda host: True
+        self.depth_bound = False  # whether a link unknown so far was refused for depth
+        # Whether other workers share the state (their links may lower a depth here); else
+        # the URLs this frontier lowered while queued are all there is to know.
+        self.shared = False
+        self._lowered: dict[str, int] = {}
 
     def open(self, hosts: Collection[str] | None = None) -> int:
         """Load the persisted queue (of ``hosts`` only, if given) into the scheduler; returns
@@ -108,19 +121,41 @@ class Frontier:
         once they are.
         """
         distance = self._distance.pop(parent.url, 0)
+        lowered = self._lowered.pop(parent.url, None)
+        known = self.state.depth_of(parent.url) if self.shared else lowered
+        if known is not None and known < parent.depth:  # a shorter path found meanwhile
+            parent = replace(parent, depth=known)
         outlinks = distinct(self._followed(parent, distance, links))
         page = PageState(parent.url, parent.depth, parent.policy, distance, parent.scores)
         gains = self.scorer.on_fetched(page, outlinks)
-        rows = []
+        rows, seen = [], []
+        depth = parent.depth + 1
         for out in outlinks:
             gained = gains.get(out.url, {})
             if self.seen.add_if_new(out.url):
                 scores = _add(self.scorer.initial(False, out.policy), gained)
-                depth = parent.depth + 1
                 rows.append(self._row(out.url, depth, out.policy, out.distance, scores, parent.url))
             else:
+                seen.append(out.url)
                 self._bump(out.url, gained, out.policy)
-        return self._enqueue(rows)
+        added = self._enqueue(rows)
+        if len(added) < len(rows):  # queued by another worker meanwhile: known, as the seen
+            fresh = {row.url for row in added}
+            seen += [row.url for row in rows if row.url not in fresh]
+        if seen:
+            queued, requeued = self.state.lower_depths(self.site, seen, depth)
+            self._lowered.update(dict.fromkeys(queued, depth))
+            self._reschedule(requeued)
+        return added
+
+    def sweep(self) -> int:
+        """Out of work: once the crawl is depth-bound (by any worker), queue again the fetched
+        URLs whose depth was lowered meanwhile; how many this worker schedules. Call inside
+        :meth:`step`."""
+        if not self.depth_bound and not self.state.depth_bound(self.site):
+            return 0
+        self.depth_bound = True
+        return self._reschedule(self.state.mark_depth_bound(self.site))
 
     def next(self, now: float) -> QueuedURL | None:
         return self.scheduler.next(now)
@@ -138,7 +173,11 @@ class Frontier:
         followed = []
         for url in links:
             policy = self.policies.inherit(parent.policy, url, distance + 1)
-            if policy is None or self.scope.refusal(url, parent.depth + 1) is not None:
+            if policy is None:
+                continue
+            if (reason := self.scope.refusal(url, parent.depth + 1)) is not None:
+                if reason.startswith("depth") and not self.depth_bound and url not in self.seen:
+                    self._bound()
                 continue
             hops = distance + 1 if policy == parent.policy else 0  # a switch starts afresh
             followed.append(Outlink(url, policy, hops))
@@ -157,6 +196,18 @@ class Frontier:
         return QueuedRow(
             url, host_of_canonical(url), depth, policy, distance, dict(scores), self._seq, via
         )
+
+    def _bound(self) -> None:
+        """The first link refused for depth: the crawl is depth-bound from now on."""
+        self.depth_bound = True
+        self._reschedule(self.state.mark_depth_bound(self.site))
+
+    def _reschedule(self, rows: list[QueuedRow]) -> int:
+        """Schedule fetched URLs queued again (those of this worker's hosts)."""
+        mine = [row for row in rows if self.owns(row.host)]
+        for row in mine:
+            self._schedule(row)
+        return len(mine)
 
     def _enqueue(self, rows: list[QueuedRow]) -> list[QueuedRow]:
         if not rows:

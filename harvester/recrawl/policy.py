@@ -6,7 +6,10 @@ and :meth:`~RevisitPolicy.at` for when to fetch it, and report each
 :meth:`~RevisitPolicy.visited`. Every policy orders URLs by a due time kept in a heap; the
 interval policies (``uniform``, ``nutch``) spend a budget left over early on the URL due
 first (work-conserving), the rate policies wait for due times that add up to the budget.
-Per-URL :class:`Bounds` clamp every interval.
+Per-URL :class:`Bounds` clamp every interval; their default floor follows from the budget and
+the watch (:meth:`Bounds.resolved`): a second at most, and never more than the round-robin
+cycle (URLs / rate), so no URL is ever kept from being revisited as often as a round-robin
+loop at the same budget would revisit it.
 
 - ``uniform``: the same interval for every URL, ``len(urls) / rate`` (round robin).
 - ``proportional``: Cho & Garcia-Molina's proportional policy ("Effective page refresh
@@ -31,20 +34,23 @@ Per-URL :class:`Bounds` clamp every interval.
   three lucky visits do not pin a page at its minimum interval; an unsure estimate is kept
   from zero by a weak prior, half a change over the time observed plus one uniform interval,
   so a page seen unchanged a few times is still checked now and then before its maximum
-  interval.
+  interval. When the budget has a fetch to spare and no URL is due, the URL with the largest
+  expected gain now (:meth:`RatePolicy.pick`) is fetched early: the budget is spent whenever
+  some page's expected gain is positive.
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
-import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from harvester.recrawl.bounds import AUTO, AUTO_FLOOR, Bounds, threshold
 from harvester.recrawl.estimate import History, Pool, estimate, rate_changed, shrunk
+
+__all__ = ["AUTO", "AUTO_FLOOR", "POLICIES", "Bounds", "Entry", "HeapPolicy", "Visit"]
 
 POLICIES = ("adaptive", "uniform", "proportional", "nutch")
 NUTCH_INC_RATE = 0.4  # db.fetch.schedule.adaptive.inc_rate
@@ -53,17 +59,6 @@ NUTCH_SYNC_DELTA_RATE = 0.3  # db.fetch.schedule.adaptive.sync_delta_rate
 NUTCH_MIN_INTERVAL = 60.0  # db.fetch.schedule.adaptive.min_interval (s)
 NUTCH_MAX_INTERVAL = 365 * 86400.0  # db.fetch.schedule.adaptive.max_interval (s)
 PRIOR_SHAPE = 1.0  # the adaptive policy's gamma prior is worth one change seen
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """A URL's interval bounds, in seconds."""
-
-    min_interval: float = 60.0
-    max_interval: float = 7 * 86400.0
-
-    def clamp(self, interval: float) -> float:
-        return min(max(interval, self.min_interval), self.max_interval)
 
 
 @dataclass(frozen=True)
@@ -88,12 +83,6 @@ class Entry:
     modified: float | None = None  # the last Last-Modified (or change) seen
     weight: float = 1.0  # the rate policies count its changes this many times
 
-    @property
-    def allowed(self) -> float:
-        """The earliest time the bounds let this URL be fetched: its due time when it was
-        never fetched, else its minimum interval after the last fetch."""
-        return self.due if self.last is None else self.last + self.bounds.min_interval
-
 
 class RevisitPolicy(Protocol):
     """Which URL next, and when."""
@@ -109,6 +98,9 @@ class RevisitPolicy(Protocol):
     def at(self, entry: Entry) -> float:
         """When to fetch ``entry``, budget permitting: its due time, or, for a policy that
         spends a budget left over early (work-conserving), as soon as its bounds allow."""
+
+    def pick(self, now: float) -> Entry | None:
+        """The URL to fetch now, a fetch of the budget in hand; None to wait (:meth:`at`)."""
 
     def visited(self, url: str, visit: Visit) -> Entry:
         """Learn from a fetch of ``url``; return its new entry (with its next due time)."""
@@ -145,7 +137,25 @@ class HeapPolicy:
         return None
 
     def at(self, entry: Entry) -> float:
-        return entry.allowed if self.work_conserving else max(entry.due, entry.allowed)
+        allowed = self.allowed(entry)
+        return allowed if self.work_conserving else max(entry.due, allowed)
+
+    def pick(self, now: float) -> Entry | None:
+        """The URL to fetch now, with a fetch of the budget in hand: the one due first, if
+        its time has come (:meth:`at`); None to wait for it."""
+        entry = self.next()
+        return entry if entry is not None and self.at(entry) <= now else None
+
+    def bounds(self, entry: Entry) -> Bounds:
+        """``entry``'s bounds, the default floor resolved for the watch as it stands."""
+        return entry.bounds.resolved(self.uniform_interval())
+
+    def allowed(self, entry: Entry) -> float:
+        """The earliest time the bounds let ``entry`` be fetched: its due time when it was
+        never fetched, else its minimum interval after the last fetch."""
+        if entry.last is None:
+            return entry.due
+        return entry.last + self.bounds(entry).min_interval
 
     def visited(self, url: str, visit: Visit) -> Entry:
         old = self._entries[url]
@@ -179,7 +189,7 @@ class UniformPolicy(HeapPolicy):
     name = "uniform"
 
     def _due_after(self, old: Entry, entry: Entry, visit: Visit) -> Entry:
-        return replace(entry, due=visit.at + entry.bounds.clamp(self.uniform_interval()))
+        return replace(entry, due=visit.at + self.bounds(entry).clamp(self.uniform_interval()))
 
 
 class RatePolicy(HeapPolicy):
@@ -234,12 +244,28 @@ class RatePolicy(HeapPolicy):
     def _due(self, entry: Entry, rate: float) -> float:
         interval = self._theta / rate if rate > 0 else math.inf
         last = entry.due if entry.last is None else entry.last
-        return last + entry.bounds.clamp(interval) if entry.last is not None else last
+        return last + self.bounds(entry).clamp(interval) if entry.last is not None else last
+
+    def pick(self, now: float) -> Entry | None:
+        """The URL due first if its time has come; else, the budget being free, the URL
+        past its floor with the largest expected gain now, ``weight * (1 - exp(-r * age))``
+        (any positive gain: a fetch not spent is lost)."""
+        entry = super().pick(now)
+        if entry is not None:
+            return entry
+        best, gain = None, 0.0
+        for candidate in self._entries.values():
+            if candidate.last is None or self.allowed(candidate) > now:
+                continue
+            value = -math.expm1(-self.rate_of_entry(candidate) * (now - candidate.last))
+            if value > gain:
+                best, gain = candidate, value
+        return best
 
     def _reschedule(self) -> None:
         """Solve ``theta`` for the rates as they stand and move every due time to match."""
         rates = {url: self.rate_of_entry(e) for url, e in self._entries.items()}
-        bounds = {url: e.bounds for url, e in self._entries.items()}
+        bounds = {url: self.bounds(e) for url, e in self._entries.items()}
         self._theta = threshold(rates, bounds, self.rate)
         for url, entry in self._entries.items():
             due = self._due(entry, rates[url])
@@ -249,50 +275,6 @@ class RatePolicy(HeapPolicy):
         heapq.heapify(self._heap)
         self._seq = len(self._heap)
         self._stale = 0
-
-
-def threshold(rates: dict[str, float], bounds: dict[str, Bounds], budget: float) -> float:
-    """The ``theta`` at which the intervals ``clamp(theta / rate)`` add up to ``budget``
-    fetches a second, ``sum(1 / interval) = budget`` (water-filling: the URLs clamped to a
-    bound give up or take their share of it, and the others share the rest).
-
-    Without the bounds it is ``sum(rates) / budget``; when even the maximum intervals spend
-    more than the budget (or the minimum ones less) it is that extreme.
-    """
-    groups: dict[Bounds, list[float]] = {}
-    for url, rate in rates.items():
-        groups.setdefault(bounds[url], []).append(rate)
-    spend = [_Spend(b, sorted(r)) for b, r in groups.items()]
-    low, high = 1e-12, 1e12
-    for _ in range(100):
-        mid = math.sqrt(low * high)
-        if sum(s.at(mid) for s in spend) > budget:
-            low = mid
-        else:
-            high = mid
-        if high / low < 1 + 1e-9:
-            break
-    return high
-
-
-@dataclass
-class _Spend:
-    """Fetches a second of one bounds' URLs (rates sorted) as a function of ``theta``."""
-
-    bounds: Bounds
-    rates: list[float]
-    sums: list[float] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.sums = [0.0, *itertools.accumulate(self.rates)]
-
-    def at(self, theta: float) -> float:
-        low, high = self.bounds.min_interval, self.bounds.max_interval
-        slow = bisect.bisect_right(self.rates, theta / high)  # clamped to the maximum
-        fast = bisect.bisect_left(self.rates, theta / low)  # from here clamped to the minimum
-        fast = max(fast, slow)
-        middle = (self.sums[fast] - self.sums[slow]) / theta
-        return slow / high + (len(self.rates) - fast) / low + middle
 
 
 class ProportionalPolicy(RatePolicy):
@@ -343,8 +325,9 @@ class NutchPolicy(HeapPolicy):
         interval = max(interval, delta)  # sync_delta
         reference = visit.at - round(delta * NUTCH_SYNC_DELTA_RATE)
         interval = min(max(interval, NUTCH_MIN_INTERVAL), NUTCH_MAX_INTERVAL)
-        due = max(reference + interval, visit.at + entry.bounds.min_interval)
-        return replace(entry, interval=interval, due=min(due, visit.at + entry.bounds.max_interval))
+        bounds = self.bounds(entry)
+        due = max(reference + interval, visit.at + bounds.min_interval)
+        return replace(entry, interval=interval, due=min(due, visit.at + bounds.max_interval))
 
 
 def make_policy(name: str, rate: float) -> HeapPolicy:

@@ -68,7 +68,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.storage.values import (
     ACTIVE,
@@ -144,6 +144,13 @@ class LeaseStore(Protocol):
 
     def held(self, site: str, prefix: str = "host:") -> dict[str, str]:
         """The live leases named ``prefix...`` and their holders."""
+
+    def marked(self, site: str, names: Collection[str]) -> set[str]:
+        """Those of ``names`` marked in the job."""
+
+    def mark(self, site: str, name: str) -> None:
+        """Note ``name`` once in the job: ``sitemaps:<host>`` (a seed host's robots.txt and
+        sitemaps read, their URLs queued), ``mode:crawl`` (the site has no provider)."""
 
 
 class ListStore(Protocol):
@@ -252,6 +259,21 @@ class FrontierStore(Protocol):
 
     def max_seq(self, site: str) -> int: ...
 
+    def depth_of(self, url: str) -> int | None:
+        """The URL's depth: its shortest known distance from a seed."""
+
+    def lower_depths(
+        self, site: str, urls: Collection[str], depth: int
+    ) -> tuple[list[str], list[QueuedRow]]:
+        """Give those of ``urls`` deeper than ``depth`` that depth: (the queued URLs lowered,
+        those fetched already and queued again when the crawl is depth-bound)."""
+
+    def depth_bound(self, site: str) -> bool:
+        """Whether the crawl ever refused a link for its depth."""
+
+    def mark_depth_bound(self, site: str) -> list[QueuedRow]:
+        """Say so; the fetched URLs whose depth was lowered meanwhile, queued again."""
+
 
 class ItemStore(Protocol):
     """Records mode's items, their formats and linked resources (``State.items``)."""
@@ -302,6 +324,10 @@ class State(SourceStore, ResourceStore, FrontierStore, Protocol):
 
     @property
     def items(self) -> ItemStore: ...
+
+    @property
+    def db(self) -> Any:
+        """The connection, for a table kept beside the state's (the watch's revisits)."""
 
     def open(self) -> None: ...
 

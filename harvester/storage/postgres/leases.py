@@ -178,3 +178,19 @@ class PostgresLeases:
             (site, prefix + "%"),
         ).fetchall()
         return {name: worker for name, worker in rows}
+
+    def marked(self, site: str, names: Collection[str]) -> set[str]:
+        """Those of ``names`` marked in the job (:meth:`mark`)."""
+        rows = self.db.execute(
+            "SELECT name FROM leases WHERE site=? AND name = ANY(?)", (site, list(names))
+        ).fetchall()
+        return {name for (name,) in rows}
+
+    def mark(self, site: str, name: str) -> None:
+        """Note ``name`` once in the job (a row never held): a seed host's sitemaps read
+        (``sitemaps:<host>``), the job's site found to have no provider (``mode:crawl``)."""
+        with self.state.transaction():
+            self.db.execute(
+                "INSERT INTO leases (site, name) VALUES (?,?) ON CONFLICT (site, name) DO NOTHING",
+                (site, name),
+            )

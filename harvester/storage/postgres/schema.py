@@ -9,7 +9,9 @@ computed from the URL, indexed with the frontier's hosts for the claims), and th
 and ``workers`` tables.
 
 A lease row is named ``host:<host>`` (the host's URLs are fetched by its holder alone) or
-``list:<endpoint>`` (the endpoint's lists are listed by its holder alone). ``token`` grows by
+``list:<endpoint>`` (the endpoint's lists are listed by its holder alone); a row
+``sitemaps:<host>``, never held, says that a seed host's robots.txt and sitemaps were read
+(by the holder of its host lease, once in the job). ``token`` grows by
 one at every claim: the fencing token an acknowledgement must still match. Times are seconds
 since the epoch on the database's clock, so the workers' clocks never need to agree.
 """
@@ -45,7 +47,7 @@ CREATE INDEX IF NOT EXISTS resources_host ON resources (site, status, host);
 CREATE INDEX IF NOT EXISTS frontier_host ON frontier (site, status, host);
 CREATE TABLE IF NOT EXISTS leases (
     site TEXT NOT NULL,
-    name TEXT NOT NULL,              -- host:<host> | list:<endpoint>
+    name TEXT NOT NULL,              -- host:<host> | list:<endpoint> | sitemaps:<host>
     worker TEXT,                     -- the holder; NULL when free
     token BIGINT NOT NULL DEFAULT 0, -- the fencing token: one more at every claim
     expires DOUBLE PRECISION NOT NULL DEFAULT 0,

@@ -1,6 +1,11 @@
 """The SQLite state's crawl frontier: every URL the crawl ever queued, with its depth,
 policy, scores and discovery order, so a crawl killed at any moment resumes with nothing
-lost. A queued URL is also a pending resource, written in the same transaction."""
+lost. A queued URL is also a pending resource, written in the same transaction.
+
+A URL's depth is the shortest distance from a seed known so far (:meth:`lower_depths`): a
+fetched URL that a shorter path reaches is queued again once the crawl is depth-bound (some
+link was refused for depth: ``meta`` key ``depth-bound <site>``), so that its links are
+followed from the new depth; until then it is only marked ``lowered``."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from harvester.storage.protocol import QueuedRow
 from harvester.storage.sqlite.connection import SQLiteConnection, marks
 
 _COLUMNS = "url, host, depth, policy, distance, scores, seq, via"
+_CHUNK = 500  # URLs per IN (...) list
 
 
 class SQLiteFrontier(SQLiteConnection):
@@ -72,7 +78,8 @@ class SQLiteFrontier(SQLiteConnection):
         """Start a new crawl cycle: every fetched URL is queued again, for a revisit."""
         with self.transaction():
             cur = self.db.execute(
-                "UPDATE frontier SET status='queued' WHERE site=? AND status='done'", (site,)
+                "UPDATE frontier SET status='queued' WHERE site=? AND status IN ('done','lowered')",
+                (site,),
             )
             self.db.execute(
                 "UPDATE resources SET status='pending' WHERE site=? AND status IN"
@@ -80,6 +87,69 @@ class SQLiteFrontier(SQLiteConnection):
                 (site,),
             )
         return cur.rowcount
+
+    def depth_of(self, url: str) -> int | None:
+        row = self.db.execute("SELECT depth FROM frontier WHERE url=?", (url,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def lower_depths(
+        self, site: str, urls: Collection[str], depth: int
+    ) -> tuple[list[str], list[QueuedRow]]:
+        """Give those of ``urls`` deeper than ``depth`` that depth (one statement a chunk,
+        which changes nothing in most); the fetched ones among them are queued again when the
+        crawl is depth-bound, else marked ``lowered``. Returns (the queued URLs lowered, the
+        rows queued again). Inside the caller's transaction."""
+        again = "again" if self.depth_bound(site) else "lowered"
+        lowered: list[str] = []
+        back: list[str] = []
+        todo = list(urls)
+        for start in range(0, len(todo), _CHUNK):
+            chunk = todo[start : start + _CHUNK]
+            rows = self.db.execute(
+                "UPDATE frontier SET depth=?, status=CASE WHEN status='queued' THEN 'queued'"
+                f" ELSE ? END WHERE url IN ({marks(len(chunk))}) AND depth > ? RETURNING url,"
+                " status",
+                (depth, again, *chunk, depth),
+            ).fetchall()
+            lowered += [url for url, status in rows if status == "queued"]
+            back += [url for url, status in rows if status == "again"]
+        requeued: list[QueuedRow] = []
+        for start in range(0, len(back), _CHUNK):
+            chunk = back[start : start + _CHUNK]
+            rows = self.db.execute(
+                f"UPDATE frontier SET status='queued' WHERE url IN ({marks(len(chunk))})"
+                f" RETURNING {_COLUMNS}",
+                chunk,
+            ).fetchall()
+            requeued += [queued_row(row) for row in rows]
+        self._pending([row.url for row in requeued])
+        return lowered, requeued
+
+    def depth_bound(self, site: str) -> bool:
+        """Whether the crawl of ``site`` ever refused a link for its depth."""
+        key = f"depth-bound {site}"
+        return self.db.execute("SELECT 1 FROM meta WHERE key=?", (key,)).fetchone() is not None
+
+    def mark_depth_bound(self, site: str) -> list[QueuedRow]:
+        """A link was refused for depth: from now on a fetched URL a shorter path reaches is
+        queued again, as are those marked ``lowered`` so far (returned)."""
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?, '1') ON CONFLICT (key) DO NOTHING",
+            (f"depth-bound {site}",),
+        )
+        rows = self.db.execute(
+            f"UPDATE frontier SET status='queued' WHERE site=? AND status='lowered'"
+            f" RETURNING {_COLUMNS}",
+            (site,),
+        ).fetchall()
+        requeued = [queued_row(row) for row in rows]
+        self._pending([row.url for row in requeued])
+        return requeued
+
+    def _pending(self, urls: list[str]) -> None:
+        self.db.executemany(
+            "UPDATE resources SET status='pending' WHERE url=?", [(url,) for url in urls]
+        )
 
     def max_seq(self, site: str) -> int:
         row = self.db.execute("SELECT MAX(seq) FROM frontier WHERE site=?", (site,)).fetchone()

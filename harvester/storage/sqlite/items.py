@@ -188,8 +188,8 @@ class ItemState:
         self.db.execute(
             "INSERT INTO linked VALUES (?,?,?,COALESCE(?, ''))"
             " ON CONFLICT (url) DO UPDATE SET"
-            " record_type=excluded.record_type, mime=COALESCE(excluded.mime, mime),"
-            " links=COALESCE(?, links)",
+            " record_type=excluded.record_type, mime=COALESCE(excluded.mime, linked.mime),"
+            " links=COALESCE(?, linked.links)",  # qualified: PostgreSQL asks
             (url, record_type, mime, text, text),
         )
 

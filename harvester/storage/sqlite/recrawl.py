@@ -1,6 +1,7 @@
 """The watch's state: per URL what its revisits saw and when it is due next (``harvester watch``).
 
-One row per watched URL in the collection's ``state.sqlite``, on the state's connection, as
+One row per watched URL in the collection's state (``state.sqlite``, or a ``postgresql://``
+state, where the table is made with PostgreSQL's column types), on the state's connection, as
 ``lists.py`` keeps the lists: the :class:`~harvester.recrawl.estimate.History` sums, the
 last fetch, the next due time, the Nutch interval, the last ``Last-Modified`` and the bounds.
 A row is written in the same transaction that marks the fetch archived, after its WARC group
@@ -9,7 +10,6 @@ is on disk, so a watch killed at any moment restarts with everything it had lear
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,14 +35,18 @@ _COLUMNS = (
     "url, visits, changes, observed, lm_visits, lm_changes, lm_exposure, last, due, interval,"
     " modified, min_interval, max_interval"
 )
+_UPDATE = ", ".join(f"{c}=excluded.{c}" for c in ["site", *_COLUMNS.split(", ")[1:]])
 
 
 class RecrawlState:
-    """The ``revisits`` table, on the state's connection (``SQLiteState.db``)."""
+    """The ``revisits`` table, on the state's connection (``State.db``); ``ddl`` the table's
+    (``postgres_ddl(SCHEMA)`` on PostgreSQL)."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: Any, ddl: str = SCHEMA) -> None:
         self.db = db
-        self.db.executescript(SCHEMA)
+        for statement in ddl.split(";"):
+            if statement.strip():
+                self.db.execute(statement)
 
     def entries(self, site: str) -> Iterator[Entry]:
         rows = self.db.execute(
@@ -64,8 +68,8 @@ class RecrawlState:
         """Upsert ``entry``; inside the caller's transaction when one is open."""
         h = entry.history
         self.db.execute(
-            f"INSERT OR REPLACE INTO revisits (site, {_COLUMNS})"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO revisits (site, {_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            f" ON CONFLICT (url) DO UPDATE SET {_UPDATE}",
             (
                 site,
                 entry.url,
