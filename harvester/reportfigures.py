@@ -106,7 +106,8 @@ def host_table(data: ReportData) -> list[tuple[str, int, float, int | None]]:
 
 def archived_share(data: ReportData) -> list[tuple[datetime, float]]:
     """After each capture: distinct URLs archived over distinct URLs discovered (in scope:
-    on a host something was captured from), a crawl's coverage as it went."""
+    on a host something was captured from), a crawl's coverage as it went. An error answer
+    (a 404 kept for replay) is a URL discovered, not archived."""
     hosts = {c.host for c in data.captures}
     found = sorted((at, url) for url, at in data.discovered.items() if _host(url) in hosts)
     archived: set[str] = set()
@@ -117,7 +118,8 @@ def archived_share(data: ReportData) -> list[tuple[datetime, float]]:
         while i < len(found) and found[i][0] <= c.at:
             discovered.add(found[i][1])
             i += 1
-        archived.add(c.url)
+        if c.status is None or c.status < 400:
+            archived.add(c.url)
         discovered.add(c.url)
         points.append((c.at, len(archived) / len(discovered)))
     return points
