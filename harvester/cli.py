@@ -230,9 +230,9 @@ def didl(folders: tuple[Path, ...], folder: Path, as_json: bool) -> int:
 @_JSON
 def status(folders: tuple[Path, ...], state_url: str | None, as_json: bool) -> int:
     """What the collections FOLDERS... hold, and how their last runs went."""
+    from harvester.stateurl import check_state_url
     from harvester.status import render
     from harvester.status import status as collection_status
-    from harvester.storage import check_state_url
 
     if state_url is not None:
         check_state_url(state_url)

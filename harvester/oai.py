@@ -65,9 +65,9 @@ from harvester.oaidates import (
     parse_oai_datestamp,
 )
 from harvester.oaiguard import ListGuard
-from harvester.oaihttp import ACCEPT_ENCODING, OAI_NS, Http, check_envelope, parse_oai_xml
+from harvester.oaihttp import ACCEPT_ENCODING, Http, check_envelope, parse_oai_xml
 from harvester.oaiidentify import endpoint_info, note_offset
-from harvester.oaimodels import EndpointInfo, ListedHeader, ListPage, RawPage, RawRecord
+from harvester.oaimodels import OAI_NS, EndpointInfo, ListedHeader, ListPage, RawPage, RawRecord
 from harvester.oaitransport import SessionTransport, Transport
 from harvester.settings import defaults
 

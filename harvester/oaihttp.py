@@ -60,13 +60,13 @@ from harvester.exceptions import (
 from harvester.exchange import HttpExchange, protocol
 from harvester.limits import OAILimits
 from harvester.oaidates import response_date
+from harvester.oaimodels import OAI_NS
 from harvester.oaitransport import Response, Transport
 from harvester.redirects import REDIRECT_STATUSES
 from harvester.retries import backoff_delay, transient_error
 
 log = logging.getLogger(__name__)
 
-OAI_NS = "http://www.openarchives.org/OAI/2.0/"
 _OAI = "{" + OAI_NS + "}"
 
 MAX_REDIRECTS = 5

@@ -22,8 +22,7 @@ from lxml import etree
 
 from harvester.exceptions import ProtocolError
 from harvester.oaidates import DAY, GRANULARITIES, checked_datestamp
-from harvester.oaihttp import OAI_NS
-from harvester.oaimodels import EndpointInfo
+from harvester.oaimodels import OAI_NS, EndpointInfo
 
 log = logging.getLogger(__name__)
 

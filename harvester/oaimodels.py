@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from lxml import etree
 
 from harvester.exchange import HttpExchange
-from harvester.oaihttp import OAI_NS
 
-__all__ = ["EndpointInfo", "ListPage", "ListedHeader", "RawPage", "RawRecord"]
+__all__ = ["OAI_NS", "EndpointInfo", "ListPage", "ListedHeader", "RawPage", "RawRecord"]
+
+OAI_NS = "http://www.openarchives.org/OAI/2.0/"  # spec §3.2
 
 _OAI = "{" + OAI_NS + "}"
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from coop_common import __version__
 from coop_common.settings import load
 from harvester.exceptions import StateURLError
-from harvester.storage import check_state_url
+from harvester.stateurl import check_state_url
 
 ENV_PREFIX = "HARVESTER_"
 USER_AGENT = f"coop-archive-harvester/{__version__} (+https://github.com/coop-archive; archiving)"

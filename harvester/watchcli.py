@@ -8,7 +8,7 @@ from typing import Any
 
 from harvester.recrawl.policy import AUTO, Bounds
 from harvester.settings import HarvestSettings, _check_url
-from harvester.storage import check_state_url
+from harvester.stateurl import check_state_url
 from harvester.watch import Watch
 from harvester.watchsources import from_urls, load_sources
 

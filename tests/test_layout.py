@@ -1,5 +1,5 @@
-"""The package layout's promises (issue 13): the provider stands alone, and no two modules
-import each other."""
+"""The package layout's promises: the provider stands alone, no circle of imports, short
+modules in small folders."""
 
 from __future__ import annotations
 
@@ -67,14 +67,95 @@ def test_loading_the_provider_loads_no_harvester_module() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_no_two_modules_import_each_other() -> None:
-    graph = _modules()
-    pairs = sorted(
-        (a, b) for a, imports in graph.items() for b in imports if a < b and a in graph.get(b, ())
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, without
+    recursion): each is a circle of imports, whatever its length."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+            elif step not in index:
+                index[step] = low[step] = len(index)
+                stack.append(step)
+                on_stack.add(step)
+                work.append((step, iter(sorted(graph[step]))))
+            elif step in on_stack:
+                low[node] = min(low[node], index[step])
+    return sorted(found)
+
+
+def _loading(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """What loading each module loads first: what it imports and those modules' packages (an
+    ``__init__`` runs before its submodule), less the packages it is itself loaded through."""
+    loads: dict[str, set[str]] = {}
+    for name, imports in graph.items():
+        own = {".".join(name.split(".")[:end]) for end in range(1, name.count(".") + 1)}
+        wanted = set(imports)
+        for imported in imports:
+            parts = imported.split(".")
+            wanted.update(".".join(parts[:end]) for end in range(1, len(parts)))
+        loads[name] = {i for i in wanted if i in graph and i != name and i not in own}
+    return loads
+
+
+def test_the_circle_finder_finds_a_circle_of_three() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _circles(graph) == [["a", "b", "c"]]
+
+
+def test_a_package_is_loaded_before_its_submodules() -> None:
+    """``p/__init__`` importing ``p.x`` is no circle; ``q`` importing ``p.x`` loads ``p`` first,
+    so ``p.x`` importing ``q.y`` (which loads ``q``) closes one."""
+    graph = {"p": {"p.x"}, "p.x": {"p.y"}, "p.y": set(), "q": set(), "q.y": set()}
+    assert _circles(_loading(graph)) == []
+    graph["q"].add("p.x")
+    graph["p.x"].add("q.y")
+    assert _loading(graph)["p.x"] == {"p.y", "q.y", "q"}
+    assert _loading(graph)["q"] == {"p", "p.x"}
+    assert _circles(_loading(graph)) == [["p", "p.x", "q"]]
+
+
+def test_no_import_circle_of_any_length() -> None:
+    """Every import counts, at module level, in a function or under ``TYPE_CHECKING``: each
+    is one edit away from a "partially initialized module" error."""
+    assert _circles(_loading(_modules())) == []
+
+
+def test_loading_the_settings_loads_no_storage() -> None:
+    """Checking a state URL is a string's business: the settings load no SQLite backend."""
+    code = (
+        "import sys, harvester.settings\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('harvester.storage', 'sqlite3'))))"
     )
-    # A package importing its own submodule (re-exports in __init__) is not a circle.
-    pairs = [(a, b) for a, b in pairs if not b.startswith(a + ".") and not a.startswith(b + ".")]
-    assert pairs == []
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert out.stdout.strip() == "[]"
 
 
 SQL = re.compile(
@@ -115,11 +196,12 @@ def test_a_sqlite_harvest_loads_no_postgresql_driver() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_registry_names_postgresql_as_its_module_does() -> None:
+def test_the_state_urls_name_each_scheme_as_its_module_does() -> None:
+    from harvester.stateurl import POSTGRES, SQLITE
     from harvester.storage.postgres.state import SCHEME
-    from harvester.storage.registry import POSTGRES
+    from harvester.storage.sqlite.state import SCHEME as SQLITE_SCHEME
 
-    assert POSTGRES == SCHEME
+    assert (POSTGRES, SQLITE) == (SCHEME, SQLITE_SCHEME)
 
 
 def test_no_module_of_the_packages_is_over_400_lines() -> None:

@@ -22,7 +22,8 @@ from lxml import etree
 from harvester.exceptions import ProtocolError
 from harvester.oai import ListedHeader, RawRecord
 from harvester.oaidates import parse_oai_datestamp
-from harvester.oaihttp import OAI_NS, check_envelope, parse_oai_xml
+from harvester.oaihttp import check_envelope, parse_oai_xml
+from harvester.oaimodels import OAI_NS
 
 _OAI = "{" + OAI_NS + "}"
 _HEADER, _METADATA = _OAI + "header", _OAI + "metadata"

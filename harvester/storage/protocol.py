@@ -68,13 +68,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from harvester.storage.values import (
     ACTIVE,
     RETRYING,
     Capture,
     Due,
+    Header,
     Item,
     Lease,
     Listed,
@@ -85,15 +86,13 @@ from harvester.storage.values import (
     Source,
 )
 
-if TYPE_CHECKING:
-    from harvester.oaimodels import ListedHeader
-
 __all__ = [  # the values are re-exported: the seam is this one module to its users
     "ACTIVE",
     "RETRYING",
     "Capture",
     "Due",
     "FrontierStore",
+    "Header",
     "Item",
     "ItemStore",
     "Lease",
@@ -278,12 +277,12 @@ class FrontierStore(Protocol):
 class ItemStore(Protocol):
     """Records mode's items, their formats and linked resources (``State.items``)."""
 
-    def note(self, endpoint: str, prefix: str, header: ListedHeader, metadata: bytes) -> str:
+    def note(self, endpoint: str, prefix: str, header: Header, metadata: bytes) -> str:
         """Store one listed record inside the page's transaction: new, changed, deleted or
         unchanged."""
 
     def note_page(
-        self, endpoint: str, prefix: str, records: Sequence[tuple[ListedHeader, bytes]]
+        self, endpoint: str, prefix: str, records: Sequence[tuple[Header, bytes]]
     ) -> list[str]:
         """A page's records, as ``note`` would store them one after another."""
 

@@ -10,9 +10,27 @@ Nothing changes them after they are made."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 ACTIVE = ("pending", "failed")  # to be fetched (a failed one once its retry time has come)
 RETRYING = ("failed", "abandoned", "gone")  # a listed version not fetched again, or not now
+
+
+class Header(Protocol):
+    """What the state keeps of a listed record's header (OAI-PMH §2.5): the OAI-PMH client's
+    ``ListedHeader`` is one, and the state needs no more of the protocol than this."""
+
+    @property
+    def identifier(self) -> str: ...
+
+    @property
+    def datestamp(self) -> str: ...
+
+    @property
+    def set_specs(self) -> tuple[str, ...]: ...
+
+    @property
+    def deleted(self) -> bool: ...
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harvester.storage.protocol import Item
+from harvester.storage.protocol import Header, Item
 from harvester.storage.sqlite.connection import marks
-
-if TYPE_CHECKING:
-    from harvester.oaimodels import ListedHeader
 
 UNSETTLED = ("pending", "partial", "deleting")
 
@@ -39,14 +36,14 @@ class ItemState:
     def __init__(self, db: Any) -> None:  # sqlite3.Connection, or the PostgreSQL adapter
         self.db = db
 
-    def note(self, endpoint: str, prefix: str, header: ListedHeader, metadata: bytes) -> str:
+    def note(self, endpoint: str, prefix: str, header: Header, metadata: bytes) -> str:
         """Store one listed record; returns what it was: new, changed, deleted or unchanged.
 
         Call it inside the page's transaction."""
         return self.note_page(endpoint, prefix, [(header, metadata)])[0]
 
     def note_page(
-        self, endpoint: str, prefix: str, records: Sequence[tuple[ListedHeader, bytes]]
+        self, endpoint: str, prefix: str, records: Sequence[tuple[Header, bytes]]
     ) -> list[str]:
         """Store a page's listed records, as :meth:`note` would one after another, in a few
         statements for the whole page; what each record was. Call it inside the page's
@@ -225,7 +222,7 @@ class ItemState:
 
 
 def _outcome(
-    header: ListedHeader, row: tuple[str, str] | None, stored: dict[str, str]
+    header: Header, row: tuple[str, str] | None, stored: dict[str, str]
 ) -> tuple[str, str]:
     """What a listed record is (new, changed, deleted, unchanged) given the item's stored
     (datestamp, status) and its formats' datestamps, and the item's status after it."""
