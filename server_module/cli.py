@@ -122,7 +122,8 @@ def index(docroot: Path, **flags: Any) -> int:
     check_index_folder(path)
     with IndexLock(path), file_index(settings) as idx:
         stats = idx.refresh()
-    assert stats is not None  # a blocking refresh always runs
+    if stats is None:  # a blocking refresh always runs
+        raise StartupError(f"{idx.path}: the index was not refreshed")
     click.echo(f"{idx.path}: {stats.sentence()}")
     if report := outside_report(idx.outside):
         click.echo(report)
