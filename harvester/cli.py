@@ -98,7 +98,13 @@ def watch(urls: tuple[str, ...], out: Path, sources: Path | None, **flags: Any) 
 
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
-@click.option("--to", "folder", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option(
+    "--to",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="The folder the XML files go into, laid out by URL as wget -x lays pages out.",
+)
 @_JSON
 def didl(folders: tuple[Path, ...], folder: Path, as_json: bool) -> int:
     """Export every DIDL record of the collections FOLDERS... as standalone XML files."""
@@ -197,7 +203,13 @@ def _listed_line(urls: int, others: int, source: str) -> str:
 
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
-@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--to",
+    "target",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The HTML file to write.",
+)
 @_JSON
 def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
     """Write a self-contained HTML report, with plots, of the collections FOLDERS..."""
@@ -212,7 +224,13 @@ def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("folder", type=_FOLDERS)
-@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--to",
+    "target",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The WACZ file to write.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar or log lines.")
 @_JSON
 def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:
@@ -263,6 +281,7 @@ def _echo(data: Any, as_json: bool, text: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("demo-out"),
     show_default=True,
+    help="The folder of the sample site, its index, the collection and its DIDL export.",
 )
 @_JSON
 def demo(out: Path, as_json: bool) -> int:

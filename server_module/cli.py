@@ -27,7 +27,12 @@ REBASE = click.option(
 INDEX = click.option(
     "--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file."
 )
-CONFIG = click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+CONFIG = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, path_type=Path),
+    help="A TOML file of settings (docs/provider.md); flags and OAI_PROVIDER_* override it.",
+)
 ALLOW_OUTSIDE = click.option(
     "--allow-outside",
     multiple=True,
@@ -153,7 +158,7 @@ def _settings(docroot: Path, flags: dict[str, Any], *, serving: bool = False) ->
     help="The run's own index and ledger.  [default: .<root>.resourcesync/ beside DOCROOT]",
 )
 @ALLOW_OUTSIDE
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+@CONFIG
 def resourcesync(
     docroot: Path,
     out: Path | None,

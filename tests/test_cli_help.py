@@ -15,9 +15,10 @@ import click
 import pytest
 
 from coop_common.exitcode import ExitCode
-from harvester.cli import harvest, watch
+from harvester.cli import cli, harvest, watch
 from harvester.recrawl.bounds import Bounds
 from harvester.settings import HarvestSettings
+from server_module.cli import cli as provider
 
 HARVESTER = str(Path(sys.executable).with_name("harvester"))
 SETTINGS = {
@@ -122,3 +123,14 @@ def test_a_score_typo_in_the_environment_is_refused_too(tmp_path: Path) -> None:
     assert done.returncode == ExitCode.USAGE
     (line,) = done.stderr.splitlines()
     assert "score must be one of backlinks, quality, opic, not 'opics'" in line, line
+
+
+def test_every_option_of_every_command_has_help_text() -> None:
+    bare = [
+        f"{group.name} {name} {param.opts[0]}"
+        for group in (cli, provider)
+        for name, command in getattr(group, "commands", {}).items()
+        for param in command.params
+        if isinstance(param, click.Option) and not param.help
+    ]
+    assert not bare, bare
