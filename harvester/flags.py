@@ -39,25 +39,20 @@ def setting_default(source: str, name: str) -> Any:
     raise LookupError(f"{source} has no field {name}")
 
 
-def shown(value: Any) -> str:
-    """How ``--help`` writes a default: ``1.0``, ``16``, ``capability``."""
-    return str(value)
+class GroupedOption(click.Option):
+    """An option in a ``group`` of its command's help."""
 
-
-class SettingOption(click.Option):
-    """An option that sets a settings field, in a ``group``; its help ends with the field's
-    default (``note`` explains it, or stands for it when the default is empty)."""
-
-    def __init__(
-        self,
-        *args: Any,
-        group: str,
-        source: str = HARVEST,
-        note: str = "",
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *args: Any, group: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.group = group
+
+
+class SettingOption(GroupedOption):
+    """An option that sets a settings field; its help ends with the field's default (``note``
+    explains it, or stands for it when the default is empty)."""
+
+    def __init__(self, *args: Any, source: str = HARVEST, note: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.source = source
         self.note = note
 
@@ -70,7 +65,7 @@ class SettingOption(click.Option):
         if isinstance(default, bool) or default in (None, (), ""):
             suffix = f"[default: {self.note}]" if self.note else ""
         else:
-            suffix = f"[default: {shown(default)}{', ' + self.note if self.note else ''}]"
+            suffix = f"[default: {default}{', ' + self.note if self.note else ''}]"
         return names, f"{text}  {suffix}".strip()
 
 
@@ -100,14 +95,6 @@ def option(*names: str, group: str, **kwargs: Any) -> Callable[[F], F]:
 def plain(*names: str, group: str, **kwargs: Any) -> Callable[[F], F]:
     """An option of a group that sets no settings field (its default, if any, is shown)."""
     return click.option(*names, cls=GroupedOption, group=group, **kwargs)
-
-
-class GroupedOption(click.Option):
-    """An option in a ``group`` of its command's help, with no settings field."""
-
-    def __init__(self, *args: Any, group: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.group = group
 
 
 _FOLDER = click.Path(file_okay=False, path_type=Path)
