@@ -20,6 +20,14 @@ from coop_common import __version__
 from coop_common.cli import run_click
 from coop_common.exitcode import ExitCode
 from harvester.exceptions import HarvestError
+from harvester.flags import (
+    HARVEST_EPILOG,
+    HARVEST_OPTIONS,
+    WATCH_EPILOG,
+    WATCH_OPTIONS,
+    GroupedCommand,
+    with_options,
+)
 
 
 def _exit_codes() -> str:
@@ -33,89 +41,9 @@ def cli() -> None:
     """Archive websites into WARC files, cooperatively over OAI-PMH."""
 
 
-@cli.command(epilog=_exit_codes())
+@cli.command(cls=GroupedCommand, epilog=HARVEST_EPILOG + _exit_codes())
 @click.argument("site_url", metavar="URL")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="The collection folder; rerunning on it harvests incrementally.",
-)
-@click.option("--oai", help="The OAI-PMH endpoint (default: probe SITE_URL/oai, /modoai).")
-@click.option(
-    "--mode",
-    type=click.Choice(["auto", "oai", "records", "resourcesync", "crawl"]),
-    help="auto: OAI-PMH (records when its identifiers are not URLs), else ResourceSync,"
-    " else crawl.  [default: auto]",
-)
-@click.option("--set", "sets", multiple=True, help="Harvest only this setSpec (repeatable).")
-@click.option("--oai-strategy", type=click.Choice(["get", "didl"]))
-@click.option(
-    "--identify",
-    type=click.Choice(["auto", "off", "magic", "pronom"]),
-    help="Identify each payload's format in its DIDL record: libmagic (magic), also the"
-    " PRONOM PUID through fido (pronom: 5-80 ms a resource); auto: magic where no provider"
-    " describes the files (crawl, ResourceSync, records).  [default: auto]",
-)
-@click.option(
-    "--metadata-prefix",
-    "metadata_prefixes",
-    multiple=True,
-    help="Records: list in this format (repeatable; all = every one).  [default: oai_dc]",
-)
-@click.option("--from", "from_date", help="Records: list from this datestamp.")
-@click.option("--until", "until_date", help="Records: list until this datestamp.")
-@click.option(
-    "--linked",
-    type=click.Choice(["none", "landing", "files"]),
-    help="Records: which linked resources to fetch.  [default: files]",
-)
-@click.option(
-    "--linked-scope",
-    multiple=True,
-    help="Records: another domain for linked "
-    "resources (repeatable; * = any).  [default: the repository's]",
-)
-@click.option("--concurrency", type=int, help="Simultaneous fetches.  [default: 16]")
-@click.option("--per-host", type=int, help="Connections per host.  [default: 8]")
-@click.option(
-    "--fetch-processes",
-    type=int,
-    help="Processes fetching a listed site, sharing the connections."
-    "  [default: 0, one a core (up to 4) from 2,000 resources on]",
-)
-@click.option("--delay", type=float, help="Seconds between requests to one host.  [default: 0]")
-@click.option("--max-time", type=float, help="Stop after this many seconds (resumable).")
-@click.option("--max-size", type=int, help="Truncate larger resources (WARC-Truncated).")
-@click.option("--user-agent")
-@click.option("--seed", "seeds", multiple=True, help="Crawl: another start URL (repeatable).")
-@click.option("--include", multiple=True, help="Crawl: only URLs matching this regex.")
-@click.option("--exclude", multiple=True, help="Crawl: never URLs matching this regex.")
-@click.option("--max-depth", type=int, help="Crawl: links from a seed.  [default: 20]")
-@click.option("--max-pages", type=int, help="Crawl: fetch at most this many pages (resumable).")
-@click.option("--max-bytes", type=int, help="Crawl: stop after this many bytes (resumable).")
-@click.option("--delay-factor", type=float, help="Crawl: rest K x the last response time.")
-@click.option("--crawl-per-host", type=int, help="Crawl: connections per host.  [default: 2]")
-@click.option(
-    "--crawl-processes",
-    type=click.IntRange(0, 2),
-    help="Crawl: 2 archives pages in a second process, 1 in the crawling one."
-    "  [default: 0, 2 on two cores or more]",
-)
-@click.option("--schedule", type=click.Choice(["bfs", "performance", "quality", "capability"]))
-@click.option("--score", help="Crawl: the URL score to order by.  [default: backlinks]")
-@click.option("--policy", type=click.Path(exists=True, path_type=Path), help="Crawl policies.")
-@click.option("--respect-nofollow", is_flag=True, default=None)
-@click.option("--seen-cache", type=int, help="Crawl: seen-URL cache entries.  [default: 50000]")
-@click.option("--ignore-robots", is_flag=True, default=None)
-@click.option("--durable", is_flag=True, default=None, help="fsync every WARC group.")
-@click.option("--state", help="The state's URL.  [default: sqlite:///OUT/state.sqlite]")
-@click.option("--workers", type=int, help="Worker processes of this job here (postgresql://).")
-@click.option("--worker", help="This worker's id.  [default: HOSTNAME-PID on postgresql://]")
-@click.option("--lease", type=float, help="Seconds a dead worker's hosts stay its.  [default: 30]")
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
-@click.option("--quiet", is_flag=True, default=None)
-@click.option("--json", "as_json", is_flag=True, default=None, help="Print the summary as JSON.")
+@with_options(HARVEST_OPTIONS)
 def harvest(site_url: str, config_file: Path | None, as_json: bool | None, **flags: Any) -> int:
     """Archive URL (a site, or an OAI-PMH endpoint) into WARC files with a DIDL record per
     resource; a repository whose identifiers are not URLs is ingested in records mode."""
@@ -149,56 +77,14 @@ _FOLDERS = click.Path(exists=True, file_okay=False, path_type=Path)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
-@cli.command(epilog=_exit_codes())
+@cli.command(cls=GroupedCommand, epilog=WATCH_EPILOG + _exit_codes())
 @click.argument("urls", nargs=-1)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="One collection per source under this folder.",
-)
-@click.option(
-    "--sources",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A TOML file of [[source]] tables (url, mode, out, weight, intervals).",
-)
-@click.option(
-    "--rate",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Requests per second over the whole watch.",
-)
-@click.option("--max-time", type=float, help="Stop after this many seconds.")
-@click.option(
-    "--revisit", type=click.Choice(["adaptive", "uniform"]), default="adaptive", show_default=True
-)
-@click.option(
-    "--mode", type=click.Choice(["auto", "oai", "crawl"]), default="auto", show_default=True
-)
-@click.option(
-    "--min-interval",
-    type=float,
-    help="Seconds between two fetches of one URL, at least.  [default: 1, or the round-robin"
-    " cycle (URLs / --rate) when shorter]",
-)
-@click.option(
-    "--max-interval",
-    type=float,
-    default=7 * 86400.0,
-    show_default=True,
-    help="Seconds between two fetches of one URL, at most.",
-)
-@click.option("--delay", type=float, default=0.0, help="Seconds between requests to one host.")
-@click.option("--ignore-robots", is_flag=True)
-@click.option("--state", help="The state's URL.  [default: sqlite:///OUT/SOURCE/state.sqlite]")
-@click.option("--quiet", is_flag=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@with_options(WATCH_OPTIONS)
 def watch(urls: tuple[str, ...], out: Path, sources: Path | None, **flags: Any) -> int:
     """Keep the collections of URLS (or --sources) current until stopped (SIGTERM, Ctrl-C)."""
     from harvester.watchcli import run_watch
 
-    _log_to(out / "watch.log", flags["quiet"])
+    _log_to(out / "watch.log", bool(flags["quiet"]))
     try:
         summary = run_watch(list(urls), out, sources, **flags)
     except ValueError as exc:
@@ -212,7 +98,13 @@ def watch(urls: tuple[str, ...], out: Path, sources: Path | None, **flags: Any) 
 
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
-@click.option("--to", "folder", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option(
+    "--to",
+    "folder",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="The folder the XML files go into, laid out by URL as wget -x lays pages out.",
+)
 @_JSON
 def didl(folders: tuple[Path, ...], folder: Path, as_json: bool) -> int:
     """Export every DIDL record of the collections FOLDERS... as standalone XML files."""
@@ -311,7 +203,13 @@ def _listed_line(urls: int, others: int, source: str) -> str:
 
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
-@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--to",
+    "target",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The HTML file to write.",
+)
 @_JSON
 def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
     """Write a self-contained HTML report, with plots, of the collections FOLDERS..."""
@@ -326,7 +224,13 @@ def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("folder", type=_FOLDERS)
-@click.option("--to", "target", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option(
+    "--to",
+    "target",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The WACZ file to write.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar or log lines.")
 @_JSON
 def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:
@@ -377,6 +281,7 @@ def _echo(data: Any, as_json: bool, text: str) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("demo-out"),
     show_default=True,
+    help="The folder of the sample site, its index, the collection and its DIDL export.",
 )
 @_JSON
 def demo(out: Path, as_json: bool) -> int:

@@ -137,7 +137,8 @@ def _span(payload: memoryview, item: Carried, start: int) -> int:
     if not encoded or not _canonical(encoded, item.body):
         return -1
     data = payload.obj
-    assert isinstance(data, bytes)
+    if not isinstance(data, bytes):
+        raise TypeError(f"a list page's payload is a view of bytes, not of {type(data).__name__}")
     head = encoded[:_HEAD]
     at = data.find(head, start)
     while at > 0:  # each find starts past the last: at most len(payload) of them

@@ -168,7 +168,8 @@ class Harvest:
         try:
             self._harvest(self._lister(found, recorder), recorder)
         except RecordsRepository as exc:
-            assert isinstance(found, EndpointInfo)
+            if not isinstance(found, EndpointInfo):  # only an OAI-PMH list can show it
+                raise
             log.info("%s", exc)
             self.summary.mode = "records"
             records = Recorder(

@@ -89,7 +89,8 @@ class ConnectionTransport:
         prepared = requests.PreparedRequest()
         try:
             prepared.prepare_url(url, params)
-            assert prepared.url is not None
+            if prepared.url is None:
+                raise ValueError("no URL was prepared")
             direct = self._is_direct(urlsplit(prepared.url))
         except (requests.RequestException, ValueError) as exc:  # a port out of range too
             raise PermanentFetchError(f"cannot request {url}: {exc}") from exc

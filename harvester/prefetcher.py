@@ -19,7 +19,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 __all__ = ["Prefetcher"]
 
@@ -45,8 +45,7 @@ class Prefetcher(Generic[T]):
             if kind == "end":
                 return
             if kind == "error":
-                assert isinstance(value, BaseException)
-                raise value
+                raise cast(BaseException, value)
             self._wanted.release()  # the next one is made while the caller works on this
             yield value  # type: ignore[misc]
 

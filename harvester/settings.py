@@ -181,6 +181,7 @@ def _check(values: Mapping[str, Any]) -> None:
         "oai_strategy": ("get", "didl"),
         "identify": ("auto", "off", "magic", "pronom"),
         "schedule": ("bfs", "performance", "quality", "capability"),
+        "score": ("backlinks", "quality", "opic"),
     }
     for name, allowed in choices.items():
         if name in values and values[name] not in allowed:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harvester.recrawl.policy import AUTO, Bounds
-from harvester.settings import HarvestSettings, _check_url
+from harvester.settings import HarvestSettings, _check_url, defaults
 from harvester.stateurl import check_state_url
 from harvester.watch import Watch
 from harvester.watchsources import from_urls, load_sources
@@ -16,10 +16,14 @@ from harvester.watchsources import from_urls, load_sources
 def run_watch(
     urls: list[str], out: Path, sources_file: Path | None, **flags: Any
 ) -> dict[str, Any]:
-    """Watch until stopped or ``max_time``; the summary. ValueError for a usage error."""
+    """Watch until stopped or ``max_time``; the summary. ValueError for a usage error.
+
+    A flag not given (None) takes its setting's default."""
+    given = {k: v for k, v in flags.items() if v is not None}
+    flags = {**_defaults(), **given}
     if flags["rate"] <= 0:
         raise ValueError("--rate must be positive")
-    low = flags["min_interval"]
+    low = flags.get("min_interval")
     bounds = Bounds(AUTO if low is None else low, flags["max_interval"])
     if (low is not None and low <= 0) or bounds.max_interval < bounds.min_interval:
         raise ValueError("--min-interval must be positive and at most --max-interval")
@@ -31,12 +35,13 @@ def run_watch(
     if not sources:
         raise ValueError("give URLs to watch, or --sources FILE.toml")
     out.mkdir(parents=True, exist_ok=True)
-    if flags["state"] is not None:
-        check_state_url(flags["state"])
+    state = flags.get("state")
+    if state is not None:
+        check_state_url(state)
     base = HarvestSettings(
         site_url=sources[0].url,
         out=out,
-        state=flags["state"],
+        state=state,
         delay=flags["delay"],
         ignore_robots=flags["ignore_robots"],
         quiet=True,
@@ -45,8 +50,19 @@ def run_watch(
         sources,
         rate=flags["rate"],
         revisit=flags["revisit"],
-        max_time=flags["max_time"],
+        max_time=flags.get("max_time"),
         delay=flags["delay"],
         base=base,
     )
     return asyncio.run(watch.run()).as_dict()
+
+
+def _defaults() -> dict[str, Any]:
+    """The defaults of the watch's flags that are settings (:mod:`harvester.flags`)."""
+    base = defaults()
+    return {
+        "delay": base.delay,
+        "ignore_robots": base.ignore_robots,
+        "quiet": base.quiet,
+        "max_interval": Bounds().max_interval,
+    }

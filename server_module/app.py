@@ -110,8 +110,3 @@ def plugin_runner(settings: ProviderSettings) -> PluginRunner | None:
         workers=settings.plugin_workers,
         docroot=settings.docroot,
     )
-
-
-def settings_of(app: Flask) -> ProviderSettings:
-    settings: ProviderSettings = app.extensions["oai_settings"]
-    return settings

@@ -27,7 +27,12 @@ REBASE = click.option(
 INDEX = click.option(
     "--index", "index_path", type=click.Path(path_type=Path), help="SQLite index file."
 )
-CONFIG = click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+CONFIG = click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, path_type=Path),
+    help="A TOML file of settings (docs/provider.md); flags and OAI_PROVIDER_* override it.",
+)
 ALLOW_OUTSIDE = click.option(
     "--allow-outside",
     multiple=True,
@@ -122,7 +127,8 @@ def index(docroot: Path, **flags: Any) -> int:
     check_index_folder(path)
     with IndexLock(path), file_index(settings) as idx:
         stats = idx.refresh()
-    assert stats is not None  # a blocking refresh always runs
+    if stats is None:  # a blocking refresh always runs
+        raise StartupError(f"{idx.path}: the index was not refreshed")
     click.echo(f"{idx.path}: {stats.sentence()}")
     if report := outside_report(idx.outside):
         click.echo(report)
@@ -152,7 +158,7 @@ def _settings(docroot: Path, flags: dict[str, Any], *, serving: bool = False) ->
     help="The run's own index and ledger.  [default: .<root>.resourcesync/ beside DOCROOT]",
 )
 @ALLOW_OUTSIDE
-@click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path))
+@CONFIG
 def resourcesync(
     docroot: Path,
     out: Path | None,

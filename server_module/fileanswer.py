@@ -50,7 +50,8 @@ class FileAnswer(NamedTuple):
 
     def body(self) -> FileBody:
         """The body's bytes, for a WSGI server to send and then close."""
-        assert self.handle is not None
+        if self.handle is None:
+            raise ValueError(f"a {self.status} answer has no body to send")
         return FileBody(self.handle, self.pieces or ((0, self.size),))
 
 
@@ -121,8 +122,8 @@ def ranged(whole: FileAnswer, environ: dict[str, Any]) -> FileAnswer:
     try:
         spans = requested_ranges(environ.get("HTTP_RANGE"), whole.size)
     except Unsatisfiable:
-        assert whole.handle is not None
-        whole.handle.close()
+        if whole.handle is not None:
+            whole.handle.close()
         refused = [("Content-Type", "text/plain"), ("Content-Length", "0")]
         return FileAnswer(416, [*refused, ("Content-Range", f"bytes */{whole.size}")], None, 0)
     if spans is None:

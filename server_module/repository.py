@@ -27,6 +27,7 @@ from server_module.formats import FormatContext, FormatRegistry, MetadataFormat
 from server_module.index import FileIndex
 from server_module.oai import render
 from server_module.oai.errors import (
+    BadArgument,
     BadResumptionToken,
     IdDoesNotExist,
     NoRecordsMatch,
@@ -154,7 +155,8 @@ class Repository:
         return Page(render.sets_body(specs))
 
     def _GetRecord(self, request: OAIRequest, now: int) -> Page:
-        assert request.identifier is not None and request.metadata_prefix is not None
+        if request.identifier is None or request.metadata_prefix is None:
+            raise BadArgument("GetRecord needs identifier and metadataPrefix")
         with self.index.snapshot() as snap:
             rec = snap.get(request.identifier)
         if rec is None:

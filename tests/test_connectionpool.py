@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -231,13 +232,21 @@ def test_idle_connections_are_capped_at_the_total() -> None:
             pool = ConnectionPool(replace(SETTINGS, total_connections=2), HEADERS)
             for server in (a, b, c):
                 await get(pool, server.url + "/")
-            await asyncio.sleep(0.2)
+            await _until(lambda: bool(closed))
             assert closed == [0]  # the oldest idle one, once a third was kept
             pool.close()
-            await asyncio.sleep(0.2)
+            await _until(lambda: len(closed) == 3)
 
     asyncio.run(scenario())
     assert sorted(closed) == [0, 1, 2]
+
+
+async def _until(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    """Poll ``check`` until it holds, ``seconds`` at most (the servers see a close soon)."""
+    for _ in range(int(seconds / 0.01)):
+        if check():
+            return
+        await asyncio.sleep(0.01)
 
 
 @pytest.fixture(scope="module")

@@ -142,8 +142,13 @@ def test_politeness_spacing_seen_by_the_server(hostile: RunningServer, tmp_path:
     )
     starts = [t for t, path in log if path not in prerequisites]
     assert len(starts) >= 5
+    # The server stamps a request when its process gets to it, late by what the machine's load
+    # makes it (0.13 s seen), which shortens the next gap as much: so each request comes a
+    # delay after the one before it counted from the first (whose stamp may be 0.1 s late),
+    # and no two come together (a gap is at least half the delay).
+    assert all(t - starts[0] >= 0.4 * k - 0.1 for k, t in enumerate(starts)), starts
     gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= 0.4 - 0.02, gaps
+    assert min(gaps) >= 0.4 / 2, gaps
 
 
 def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]

@@ -42,6 +42,9 @@ FAST = replace(
     fetch_settings(defaults()), retries=3, deadline=10.0, read_timeout=5.0, connect_timeout=2.0
 )
 RAW = replace(FAST, obey_robots=False, retries=0)
+# A fetch cut by a limit of 0.5-0.6 s ends well before this; one the limit missed runs into
+# the hostile server's own 10 s limit. Wide, so that a loaded machine does not fail it.
+CUT_SOON = 6.0
 
 
 class Sleeps:
@@ -274,7 +277,8 @@ def test_trickle_below_min_rate_is_cut() -> None:
     result = raw(hostile.trickle(b"x" * 100, interval=0.2), settings)
     assert result.truncated == "time"
     assert 1 <= len(result.body) < 10 and set(result.body) == {ord("x")}
-    assert time.monotonic() - started < 3.0 and result.elapsed < 1.5
+    # Cut near the grace's end, not at the server's 10 s limit: bounds a loaded machine keeps.
+    assert time.monotonic() - started < CUT_SOON and result.elapsed < CUT_SOON
 
 
 def test_deadline_cuts_a_steady_body() -> None:
@@ -282,21 +286,21 @@ def test_deadline_cuts_a_steady_body() -> None:
     result = raw(hostile.trickle(b"y" * 2000, interval=0.05, step=10), settings)
     assert result.truncated == "time"
     assert 10 <= len(result.body) < 2000
-    assert 0.5 <= result.elapsed < 1.5
+    assert 0.5 <= result.elapsed < CUT_SOON  # the body would take 10 s
 
 
 def test_no_headers_before_deadline_is_transient() -> None:
     started = time.monotonic()
     with pytest.raises(TransientFetchError, match="no response headers"):
-        raw(hostile.silent(5.0), replace(RAW, deadline=0.5))
-    assert time.monotonic() - started < 3.0
+        raw(hostile.silent(60.0), replace(RAW, deadline=0.5, read_timeout=60.0))
+    assert time.monotonic() - started < CUT_SOON
 
 
 def test_stall_after_headers_without_body_is_transient() -> None:
     started = time.monotonic()
     with pytest.raises(TransientFetchError, match="before its first byte"):
-        raw(hostile.stall_after_headers(5.0), replace(RAW, read_timeout=0.5))
-    assert time.monotonic() - started < 3.0
+        raw(hostile.stall_after_headers(60.0), replace(RAW, read_timeout=0.5))
+    assert time.monotonic() - started < CUT_SOON
 
 
 # --- size limits and malformed responses ---------------------------------------------------
@@ -344,7 +348,7 @@ def test_endless_headers_fail_fast() -> None:
     started = time.monotonic()
     with pytest.raises(PermanentFetchError, match="malformed response"):
         raw(hostile.endless_headers(sent))
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < CUT_SOON
     assert 0 < wait_for_report(sent) < 50_000  # the client hung up long before the end
 
 
@@ -353,7 +357,7 @@ def test_endless_header_line_fails_fast() -> None:
     started = time.monotonic()
     with pytest.raises(PermanentFetchError, match="malformed response"):
         raw(hostile.endless_header_line(sent))
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < CUT_SOON
     assert 0 < wait_for_report(sent) < 4 * 1024 * 1024
 
 

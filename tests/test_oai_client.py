@@ -466,7 +466,7 @@ def test_billion_laughs_is_refused_quickly(apps: RunningServer) -> None:
     started = time.monotonic()
     with client(apps, "/doc/lol") as oai, pytest.raises(ProtocolError, match="DOCTYPE"):
         oai.identify()
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # an expansion of its 10^9 laughs takes far longer
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ def test_a_trickling_server_is_stopped_at_the_deadline() -> None:
         with pytest.raises(TransientFetchError, match="over the deadline"):
             http.get(server.url + "/oai", {})
         transport.close()
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 4.5  # the deadline's 1 s, not the trickle's 5 s
 
 
 def test_an_oversized_body_is_refused_and_its_connection_not_kept() -> None:

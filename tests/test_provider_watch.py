@@ -40,6 +40,11 @@ def _within(seconds: float, check: Callable[[], bool]) -> float:
     raise AssertionError(f"not seen within {seconds}s")
 
 
+def _indexed(index: FileIndex, name: str) -> bool:
+    with index.snapshot() as snap:
+        return snap.get(f"http://example.org/{name}") is not None
+
+
 def test_a_new_file_and_a_deletion_are_listed_within_seconds(tmp_path: Path) -> None:
     site = make_site(tmp_path / "www", pages=8)
     with start_provider(
@@ -71,12 +76,20 @@ def test_each_gunicorn_worker_watches(tmp_path: Path) -> None:
 
 
 def test_no_watch_keeps_to_the_interval(tmp_path: Path) -> None:
-    site = make_site(tmp_path / "www", pages=4)
-    with start_provider(
-        site.root, tmp_path / "idx.sqlite", refresh_interval=LONG_INTERVAL, watch=False
-    ) as server:
+    """The same change in two sites, one watched: once the watched provider lists it (as
+    long as a watched change takes to be listed, on this machine now), the other does not."""
+    site, control = make_site(tmp_path / "www", pages=4), make_site(tmp_path / "ctl", pages=4)
+    with (
+        start_provider(
+            site.root, tmp_path / "idx.sqlite", refresh_interval=LONG_INTERVAL, watch=False
+        ) as server,
+        start_provider(
+            control.root, tmp_path / "ctl.sqlite", refresh_interval=LONG_INTERVAL
+        ) as watched,
+    ):
         (site.root / "late.txt").write_text("not watched\n")
-        time.sleep(3)  # longer than a watched change takes to be listed
+        (control.root / "late.txt").write_text("watched\n")
+        _within(WAIT_S, lambda: f"{watched.url}/late.txt" in _listed(watched.url + "/oai"))
         assert f"{server.url}/late.txt" not in _listed(server.url + "/oai")
 
 
@@ -100,10 +113,11 @@ def test_a_burst_is_one_refresh_and_the_watch_stops_with_the_refresher(tmp_path:
             for i in range(20):
                 (site.root / f"burst{i}.txt").write_text(f"{i}\n")
             _within(WAIT_S, lambda: len(refreshes) == 2)
-            time.sleep(2)
-            assert len(refreshes) == 2, "a burst of changes made more than one refresh"
-            with index.snapshot() as snap:
-                assert snap.get("http://example.org/burst19.txt") is not None
+            # A change after the burst makes the next refresh: the burst made no other.
+            (site.root / "after.txt").write_text("after the burst\n")
+            _within(WAIT_S, lambda: len(refreshes) >= 3 and _indexed(index, "after.txt"))
+            assert len(refreshes) == 3, "a burst of changes made more than one refresh"
+            assert _indexed(index, "burst19.txt")
         finally:
             refresher.close()
     assert set(threading.enumerate()) - before == set()

@@ -212,7 +212,7 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
     with open_state(url) as state:
         assert state.leases is not None
         state.leases.seconds = 0.5
-        time.sleep(2.1)  # the winner's lease expires
+        _until_expired(state, site)  # the winner's lease (2 s)
         (mine,) = state.leases.claim_hosts(site, "late", "fetch", 1)
         assert state.leases.claim_hosts(site, "later", "fetch", 1) == []
         with open_state(url) as stale:
@@ -222,6 +222,15 @@ def test_two_workers_racing_for_one_host_one_wins_and_the_fence_holds(
                 stale.leases.acknowledge(site, old, site + "a")
         with state.transaction():
             state.leases.acknowledge(site, mine, site + "a")
+
+
+def _until_expired(state: State, site: str, seconds: float = 30.0) -> None:
+    """Wait until no lease of ``site`` is live by the state's own clock (polled, bounded)."""
+    assert state.leases is not None
+    deadline = time.monotonic() + seconds
+    while state.leases.held(site):
+        assert time.monotonic() < deadline, f"a lease of {site} outlived {seconds} s"
+        time.sleep(0.05)
 
 
 def _leasing(state: State, most: int | None = None) -> HostLeasing:
@@ -268,6 +277,6 @@ def test_a_dead_workers_hosts_are_claimed_before_untouched_ones(pg_cluster: PGCl
         state.add_pending("http://job/", [f"http://h{h}.example/1" for h in range(4)])
         state.leases.seconds = 0.3
         (dead,) = state.leases.claim_hosts("http://job/", "dead", "fetch", 1)
-        time.sleep(0.4)  # its lease expires: it never released it
+        _until_expired(state, "http://job/")  # it never released it
         (heir,) = state.leases.claim_hosts("http://job/", "heir", "fetch", 1)
         assert heir.name == dead.name and heir.token == dead.token + 1

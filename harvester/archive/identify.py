@@ -105,7 +105,8 @@ class Identifier:
             return {}, "failed"
         try:
             proc = self._child()
-            assert proc.stdin is not None and proc.stdout is not None
+            if proc.stdin is None or proc.stdout is None:
+                raise OSError("the identification child has no pipes")
             if len(payload) > MAX_BYTES:
                 half = MAX_BYTES // 2
                 payload = payload[:half] + payload[-half:]
@@ -147,7 +148,8 @@ class Identifier:
         return proc
 
     def _line(self, proc: subprocess.Popen[bytes], timeout: float | None = None) -> bytes | None:
-        assert proc.stdout is not None
+        if proc.stdout is None:
+            raise OSError("the identification child has no output pipe")
         ready, _, _ = select.select([proc.stdout], [], [], timeout or self.timeout)
         if not ready:
             return None

@@ -48,6 +48,7 @@ from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
 from harvester.archive.storedhead import StoredHead, refreshed, stored_head
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
+from harvester.exceptions import ArchiveError
 from harvester.exchange import HttpExchange
 from harvester.storage.protocol import Capture, Resource
 
@@ -333,7 +334,8 @@ class Recorder:
     def _identified(
         self, result: HttpExchange | CarriedExchange, payload: Payload, declared: str | None
     ) -> list[str]:
-        assert self.identifier is not None
+        if self.identifier is None:
+            raise ArchiveError("a payload to identify with --identify off")
         body = payload_of(result.body, _header(result.response_headers, "content-encoding"))
         runs = self.identifier.identify(body, result.url, payload.sha256, datetime.now(UTC))
         mime = (declared or "").partition(";")[0].strip() or FALLBACK_MIME

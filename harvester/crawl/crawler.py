@@ -44,6 +44,7 @@ from harvester.exceptions import (
     FetchError,
     LeaseLost,
     PermanentFetchError,
+    StateError,
     TransientFetchError,
 )
 from harvester.exchange import HttpExchange
@@ -167,14 +168,20 @@ class Crawler:
 
     # -- a shared crawl --
 
+    def _leasing(self) -> HostLeasing:
+        """The host leases of a shared crawl; only a shared crawl asks for them."""
+        if self.leasing is None:
+            raise StateError("host leases were asked for in a crawl whose state is not shared")
+        return self.leasing
+
     async def _rebalance(self, now: float) -> bool:
         """Renew, give back and claim hosts (``crawl/leasing.py``); whether any was claimed.
         A seed host claimed whose robots.txt and sitemaps no worker has read yet has them read
         now, under its lease, before any of its pages is handed out."""
-        assert self.leasing is not None
+        leasing = self._leasing()
         scheduler = self.frontier.scheduler
-        before = set(self.leasing.held)
-        claimed, gone = self.leasing.rebalance(
+        before = set(leasing.held)
+        claimed, gone = leasing.rebalance(
             now,
             scheduler.idle,
             lambda host: scheduler.idle(host) and not scheduler.queued_on(host),
@@ -184,18 +191,18 @@ class Crawler:
             scheduler.drop(host)
         for lease in claimed:
             self.frontier.open(hosts=[lease.host])
-            if wait := self.leasing.wait_before(lease):
+            if wait := leasing.wait_before(lease):
                 scheduler.not_before(lease.host, now + wait)
         await self._sitemaps_under_leases([c.host for c in claimed if c.host not in before])
         return bool(claimed)
 
     async def _sitemaps_under_leases(self, hosts: list[str]) -> None:
-        assert self.leasing is not None
+        leasing = self._leasing()
         seeds = {host: origin for origin in _origins(self.seeds) if (host := _host(origin))}
         hosts = [h for h in hosts if h in seeds]
         if not hosts:
             return
-        leases, site = self.leasing.leases, self.leasing.site
+        leases, site = leasing.leases, leasing.site
         read = leases.marked(site, [SITEMAPS + h for h in hosts])
         todo = [h for h in hosts if SITEMAPS + h not in read]
         if todo:
@@ -206,12 +213,12 @@ class Crawler:
     async def _more_elsewhere(self, now: float) -> bool:
         """Out of work: whether the job may still have some for this worker (sleeping a
         poll first when nothing could be claimed right now)."""
-        assert self.leasing is not None
+        leasing = self._leasing()
         if await self._rebalance(now):
             return True
-        if not self.leasing.others_busy() and not self.leasing.held:
+        if not leasing.others_busy() and not leasing.held:
             return False
-        await asyncio.sleep(self.leasing.poll)
+        await asyncio.sleep(leasing.poll)
         return True
 
     async def _sitemap_seeds(self, origins: list[str]) -> list[str]:
@@ -307,7 +314,8 @@ class Crawler:
         self.frontier.scheduler.set_crawl_delay(item.host, delay)
 
     async def _archive(self, item: QueuedURL, res: Resource | None, result: HttpExchange) -> None:
-        assert res is not None, "every queued URL has a resource row"
+        if res is None:
+            raise StateError(f"{item.url}: a queued URL without a resource row")
         if result.status in GONE:  # the failure lifecycle: harvester/failures.py
             # Archived, as wget and Heritrix do, so that replay answers the site's own 404;
             # its links are not followed.

@@ -148,7 +148,8 @@ class FingerprintFile:
         return index
 
     def key_at(self, i: int) -> int:
-        assert self._map is not None
+        if self._map is None:
+            raise ValueError(f"{self.path}: read while closed or empty")
         offset = self._base + KEY_SIZE * i
         return int.from_bytes(self._map[offset : offset + KEY_SIZE], "big")
 
@@ -181,7 +182,8 @@ class FingerprintFile:
 
     def _narrow(self, key: bytes, start: int, end: int) -> tuple[int, int]:
         """Bisect the byte range ``start:end`` down to at most ``FIND_SPAN`` keys."""
-        assert self._map is not None
+        if self._map is None:
+            raise ValueError(f"{self.path}: read while closed or empty")
         while end - start > KEY_SIZE * FIND_SPAN:
             mid = start + ((end - start) >> 4 << 3)  # the middle key's offset
             if self._map[mid : mid + KEY_SIZE] <= key:  # big-endian: bytes order is int order
@@ -215,7 +217,8 @@ class FingerprintFile:
         if not self.count:
             yield _encode(new)
             return
-        assert self._map is not None
+        if self._map is None:
+            raise ValueError(f"{self.path}: read while closed or empty")
         taken = 0
         for first in range(0, self.count, MERGE_CHUNK):
             last = min(first + MERGE_CHUNK, self.count)
@@ -241,7 +244,8 @@ class FingerprintFile:
 
     def _keys(self, first: int, last: int) -> array[int]:
         """Keys ``first`` to ``last`` (excluded), decoded."""
-        assert self._map is not None
+        if self._map is None:
+            raise ValueError(f"{self.path}: read while closed or empty")
         return _decode(self._map[self._base + KEY_SIZE * first : self._base + KEY_SIZE * last])
 
 

@@ -33,8 +33,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-SCORES = ("opic", "quality", "backlinks")
-
 Multiplier = Callable[[str, int], float]  # (policy, distance) -> factor
 
 

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 
+from harvester.exceptions import StateError
+
 
 class StepBatch:
     def __init__(
@@ -77,7 +79,8 @@ class StepBatch:
 
     def _end(self, exc: BaseException | None) -> None:
         stack, self._stack = self._stack, None
-        assert stack is not None
+        if stack is None:
+            raise StateError("a step batch ended that had not begun")
         if exc is None:
             stack.close()
             self.commits += 1

@@ -121,7 +121,8 @@ def host_of(url: str) -> str:
     '2001:db8::1'
     """
     host = urlsplit(canonicalize(url)).hostname
-    assert host is not None  # a canonical URL always has one
+    if host is None:  # canonicalize refuses such a URL first
+        raise ValueError(f"no host in {url!r}")
     return host
 
 
@@ -170,7 +171,8 @@ def _split(url: str) -> _Reference:
     if "\t" in url or "\n" in url or "\r" in url:
         url = _TAB_NEWLINE.sub("", url)
     match = _URI_REFERENCE.match(url)
-    assert match is not None  # every string is a URI reference to Appendix B
+    if match is None:  # every string matches RFC 3986's Appendix B
+        raise ValueError(f"not a URI reference: {url!r}")
     return _Reference._make(match.groups())
 
 

@@ -34,6 +34,7 @@ from harvester.archive.randomids import uuid4_texts
 from harvester.archive.recordbytes import record_member
 from harvester.archive.records import _warc_date
 from harvester.clock import utcnow
+from harvester.exceptions import ArchiveError
 from harvester.records.itemdidl import Frame, frame, plain_item_didl
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ class DidlBuilder:
     def __init__(self) -> None:
         argv = [sys.executable, "-m", "harvester.records.didlbuilder"]
         self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert self._process.stdin is not None and self._process.stdout is not None
+        if self._process.stdin is None or self._process.stdout is None:
+            raise ArchiveError("the DIDL builder's pipes did not open")
         for pipe in (self._process.stdin, self._process.stdout):
             _widen(pipe.fileno())
         self._out = Connection(os.dup(self._process.stdin.fileno()), readable=False)
@@ -74,7 +76,8 @@ class DidlBuilder:
 
     def receive(self) -> list[Built]:
         """The records of the oldest group not yet received, in its order."""
-        assert self.pending, "nothing was sent"
+        if not self.pending:
+            raise ArchiveError("a DIDL group was asked for that was never sent")
         built: list[Built] = self._in.recv()
         self.pending -= 1
         return built

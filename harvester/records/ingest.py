@@ -9,11 +9,10 @@ the harvest's one fetch step (robots.txt, ``--delay``, per-host limits, conditio
 revisit records when unchanged); with ``--linked files``, each landing page's
 ``citation_pdf_url`` and Signposting targets (:mod:`.landing`) too. Last, the item's DIDL
 record (:mod:`.itemdidl`) is written, naming each resource's record and digests; a deleted item
-gets a deletion note. Items settle after every page when one format is listed, else after every
-list is read, so each record holds all formats. With ``--linked none`` and one format, a page's
-records are made by :mod:`.didlbuilder`'s process while the next pages are listed and stored,
-and written just before a later page's commit, which settles them. Unchanged items are not
-touched.
+gets a deletion note; unchanged items are not touched. Items settle after every page when one
+format is listed, else after every list is read, so each record holds all formats. With
+``--linked none`` and one format, :mod:`.didlbuilder`'s process makes a page's records while
+the next pages are listed, written just before a later page's commit, which settles them.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from lxml import etree
 
 from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, deletion_didl
 from harvester.archive.recorder import Recorder
-from harvester.exceptions import HarvestError
+from harvester.exceptions import ArchiveError, FetchError, HarvestError, StateError
 from harvester.exchange import HttpExchange
 from harvester.limits import oai_limits
 from harvester.oai import EndpointInfo, OAIClient
@@ -81,8 +80,7 @@ class Ingest:
     def __post_init__(self) -> None:
         self.items = self.state.items
         self._scope: LinkScope | None = None
-        # Resources fetched this run (the last RECENT): one linked by many items (a licence,
-        # a shared data set) is fetched once per run, not once per item.
+        # The last RECENT resources fetched: one linked by many items is fetched once a run.
         self._recent: OrderedDict[str, tuple[LinkedCapture, list[Link]]] = OrderedDict()
         self.started = datetime.now(UTC).timestamp()
         self._builder: DidlBuilders | None = None
@@ -272,7 +270,8 @@ class Ingest:
         to settle in the commit that follows, inside the caller's ``one_file`` block. An item
         stored again since, in a ``newer`` group, is left for that group's record (the state
         holds the newer version)."""
-        assert self._builder is not None
+        if self._builder is None:
+            raise ArchiveError("records were written with no DIDL builder running")
         written = self.recorder.writer.write_members(self._builder.receive())
         settled = [
             (item.identifier, "deleted" if item.status == "deleting" else "archived", at.record_id)
@@ -367,9 +366,11 @@ class Ingest:
     ) -> tuple[LinkedCapture, list[Link]] | None:
         self.items.add_resource(self.settings.site_url, url)
         res = self.state.get(url)
-        assert res is not None
+        if res is None:
+            raise StateError(f"{url}: no resource row right after it was added")
         if refetch or res.status != "archived" or self.items.linked(url) is None:
-            assert self.fetcher is not None  # only --linked none has none
+            if self.fetcher is None:  # only --linked none has none, and fetches nothing
+                raise FetchError(f"{url}: a linked resource to fetch with --linked none")
             got = await self.fetch_one(self.fetcher, self.recorder, res)
             if got is None:
                 return None
@@ -378,7 +379,8 @@ class Ingest:
             mime = result.header("Content-Type")
             self.items.note_linked(url, "revisit" if unchanged else "response", mime, links)
             res = self.state.get(url)
-            assert res is not None
+            if res is None:
+                raise StateError(f"{url}: its resource row is gone after its fetch")
         kind, mime, pairs = self.items.linked(url) or ("response", None, [])
         return _capture(res, kind, mime), [Link(u, k) for k, u in pairs]
 

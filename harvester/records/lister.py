@@ -186,8 +186,7 @@ class RecordLister:
         fetched = pending.result()
         self._archive(fetched)
         if fetched.page is None:
-            assert fetched.error is not None
-            raise fetched.error
+            raise fetched.error or ProtocolError("a list page was neither read nor refused")
         return fetched.page
 
     def _archive(self, fetched: _Fetched) -> None:

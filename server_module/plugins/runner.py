@@ -11,7 +11,6 @@ Outputs have the document root's path taken out: they describe the file, not the
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -179,7 +178,3 @@ def _unchanged(subject: Subject) -> bool:
     except OSError:
         return False
     return (st.st_size, st.st_mtime_ns) == (subject.size, subject.mtime_ns)
-
-
-def facts_json(analysis: Analysis) -> str:
-    return json.dumps(analysis.facts, sort_keys=True)
