@@ -99,6 +99,8 @@ def cli() -> None:
 @click.option("--score", help="Crawl: the URL score to order by.  [default: backlinks]")
 @click.option("--policy", type=click.Path(exists=True, path_type=Path), help="Crawl policies.")
 @click.option("--respect-nofollow", is_flag=True, default=None)
+@click.option("--browser", is_flag=True, default=None, help="Crawl: load pages in Chromium.")
+@click.option("--browser-tabs", type=int, help="Crawl: pages at once.  [default: 0, a core each]")
 @click.option("--seen-cache", type=int, help="Crawl: seen-URL cache entries.  [default: 50000]")
 @click.option("--ignore-robots", is_flag=True, default=None)
 @click.option("--durable", is_flag=True, default=None, help="fsync every WARC group.")

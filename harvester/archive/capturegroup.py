@@ -269,7 +269,9 @@ def request(stamp: Stamp, exchange: HttpExchange, concurrent_to: str) -> Built |
         fields,
         content_type=REQUEST_TYPE,
         http=http,
-        payload_digest=EMPTY_DIGEST,  # of its empty payload, known: not hashed again
+        payload=exchange.request_body,
+        # of an empty payload, known: not hashed again
+        payload_digest=None if exchange.request_body else EMPTY_DIGEST,
     )
     return Built(made[0], made[1], member)
 

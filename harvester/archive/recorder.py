@@ -152,7 +152,11 @@ class Recorder:
 
     def _request(self, result: HttpExchange, concurrent_to: str) -> ArcWarcRecord:
         return self.writer.request_record(
-            result.url, _request_headers(result), concurrent_to=concurrent_to, ip=result.peer_ip
+            result.url,
+            _request_headers(result),
+            result.request_body,
+            concurrent_to=concurrent_to,
+            ip=result.peer_ip,
         )
 
     def _outlinks(
