@@ -1,9 +1,11 @@
 """The browser process: Debian's ``chromium``, headless, with a profile of its own.
 
-Started with ``--remote-debugging-port=0`` (the port it picks is read from the line it writes
-on stderr), in a process group of its own (killed as a group), and made to die with the
-harvester (``PR_SET_PDEATHSIG``), so a SIGKILLed crawl leaves no browser behind. Its memory is the
-proportional set size of every process in its group (:meth:`Chromium.rss`).
+Started with a profile in a temporary folder named by the harvester's pid (a killed
+harvester's is removed by the next one), with ``--remote-debugging-port=0`` (the port it picks
+is read from the line it writes on stderr), in a process group of its own (killed as a group),
+and made to die with the harvester (``PR_SET_PDEATHSIG``), so a SIGKILLed crawl leaves no
+browser behind. Its memory is the proportional set size of every process in its group
+(:meth:`Chromium.rss`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 LISTENING = re.compile(rb"DevTools listening on (ws://\S+)")
+PROFILE = "harvester-chromium-"  # a profile's folder: this, the harvester's pid, a suffix
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 FLAGS = (
     "--headless",
@@ -59,7 +62,8 @@ class Chromium:
         path = shutil.which(self.executable)
         if path is None:
             raise BrowserMissing(f"no browser at {self.executable!r} (make sysdeps installs it)")
-        self._profile = Path(tempfile.mkdtemp(prefix="harvester-chromium-"))
+        _remove_stale_profiles()
+        self._profile = Path(tempfile.mkdtemp(prefix=f"{PROFILE}{os.getpid()}-"))
         flags = [*FLAGS, f"--user-data-dir={self._profile}", "--remote-debugging-port=0"]
         if os.geteuid() == 0:  # Chromium refuses to run as root with its sandbox
             flags.append("--no-sandbox")
@@ -129,6 +133,14 @@ class Chromium:
         stream = self.process.stderr
         while line := await stream.readline():
             log.debug("chromium: %s", line.decode(errors="replace").rstrip())
+
+
+def _remove_stale_profiles() -> None:
+    """The profiles of harvesters that were killed before they could remove theirs."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{PROFILE}*-*"):
+        pid = folder.name.removeprefix(PROFILE).split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _proportional(proc: Path) -> int:

@@ -66,6 +66,7 @@ class PageCapture:
     screenshot: bytes = b""
     rendered: bool = False  # an HTML page, read after its scripts ran
     complete: bool = True  # loaded within its time
+    refused: int = 0  # requests failed past the page's cap
 
 
 class Tab:
@@ -138,7 +139,7 @@ class Tab:
         if rec.committed and ("html" in kind or not kind):
             await self._read(page, rec, until)
         await self._wait(rec.settle(), until)
-        page.navigations, page.partial = rec.navigations, rec.partial
+        page.navigations, page.partial, page.refused = rec.navigations, rec.partial, rec.refused
         return page
 
     async def _read(self, page: PageCapture, rec: Recording, until: float) -> None:
