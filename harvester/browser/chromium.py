@@ -50,8 +50,8 @@ class BrowserMissing(RuntimeError):
 
 
 class Chromium:
-    def __init__(self, executable: str) -> None:
-        self.executable = executable
+    def __init__(self, executable: str, extra: tuple[str, ...] = ()) -> None:
+        self.executable, self.extra = executable, extra  # more flags (the bench's proxy)
         self.process: asyncio.subprocess.Process | None = None
         self.devtools_url = ""
         self._profile: Path | None = None
@@ -64,7 +64,8 @@ class Chromium:
             raise BrowserMissing(f"no browser at {self.executable!r} (make sysdeps installs it)")
         _remove_stale_profiles()
         self._profile = Path(tempfile.mkdtemp(prefix=f"{PROFILE}{os.getpid()}-"))
-        flags = [*FLAGS, f"--user-data-dir={self._profile}", "--remote-debugging-port=0"]
+        flags = [*FLAGS, *self.extra, f"--user-data-dir={self._profile}"]
+        flags.append("--remote-debugging-port=0")
         if os.geteuid() == 0:  # Chromium refuses to run as root with its sandbox
             flags.append("--no-sandbox")
         self.process = await asyncio.create_subprocess_exec(
@@ -107,7 +108,9 @@ class Chromium:
     async def close(self) -> None:
         process, self.process = self.process, None
         if process is not None:
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(TimeoutError):  # asked to close: it reaps its children
+                await asyncio.wait_for(process.wait(), 5)
+            with contextlib.suppress(ProcessLookupError):  # and whatever is left of it
                 os.killpg(process.pid, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(process.wait(), 30)

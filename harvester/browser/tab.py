@@ -32,6 +32,8 @@ LINKS = """(() => {
   for (const f of document.querySelectorAll('iframe[src], frame[src]')) out.add(f.src);
   return [...out];
 })()"""
+HEIGHT = "(document.scrollingElement || document.body || {}).scrollHeight || 0"
+FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 TEXT = "document.body ? document.body.innerText.slice(0, 1000000) : ''"
 SCROLL = """(() => {
   const s = document.scrollingElement || document.body;
@@ -145,15 +147,15 @@ class Tab:
     async def _read(self, page: PageCapture, rec: Recording, until: float) -> None:
         """Scrolled to its end, the page's links, text and screenshot."""
         await self._quiet(rec, until)
-        height = -1
-        for _ in range(self.limits.scrolls):
+        for _ in range(self.limits.scrolls):  # to the bottom, until it stops growing
             if time.monotonic() >= until:
                 break
-            now = await self._evaluate(SCROLL, until)
+            before = await self._evaluate(SCROLL, until)
+            await self._evaluate(FRAMES, until)  # what came into view has asked for its part
+            rec.last_event = time.monotonic()
             await self._quiet(rec, until)
-            if now == height:
+            if (await self._evaluate(HEIGHT, until) or 0) <= (before or 0):
                 break
-            height = now
         page.links = [u for u in await self._evaluate(LINKS, until) or [] if _web(u)]
         page.text = str(await self._evaluate(TEXT, until) or "")
         await self._evaluate("window.scrollTo(0, 0)", until)
@@ -175,7 +177,7 @@ class Tab:
     async def _evaluate(self, expression: str, until: float) -> Any:
         got = await self._send(
             "Runtime.evaluate",
-            {"expression": expression, "returnByValue": True},
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
             timeout=self._left(until, 5),
         )
         return got.get("result", {}).get("value")
