@@ -1,4 +1,4 @@
-"""``python -m bench browser [--pages N] [--tabs T]``
+"""``python -m bench browser [--pages N] [--tabs T] [--delay-factor K]``
 
 Browser capture (``harvester harvest --mode crawl --browser``, default flags) against the way
 brozzler records: the same Chromium driven page by page in the same number of tabs through
@@ -188,6 +188,7 @@ def run(argv: list[str]) -> Report:
     parser = argparse.ArgumentParser(prog="bench browser")
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--tabs", type=int, default=0, help="[default: --browser's, by cores]")
+    parser.add_argument("--delay-factor", help="ours: --delay-factor  [default: the crawl's]")
     args = parser.parse_args(argv)
     tabs = default_tabs(args.tabs)
     shutil.rmtree(OUT / "ours", ignore_errors=True)
@@ -201,6 +202,8 @@ def run(argv: list[str]) -> Report:
                      "--browser", "--out", str(OUT / "ours"), "--quiet"]  # fmt: skip
         if args.tabs:
             ours_argv += ["--browser-tabs", str(tabs)]
+        if args.delay_factor is not None:
+            ours_argv += ["--delay-factor", args.delay_factor]
         ours = measured(ours_argv, OUT / "ours.log")
         peer_argv = [sys.executable, "-m", "bench.browserpeer", start, str(OUT / "peer"),
                      "--tabs", str(tabs), "--warcprox", warcprox]  # fmt: skip
