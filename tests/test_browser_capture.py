@@ -22,6 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests.js_site import serve_js_site
 from tests.pywb import replay
+from tests.schemas import assert_valid
 from tests.test_harvest import records
 
 CHROMIUM = shutil.which("chromium") or "chromium"  # `make sysdeps` installs it
@@ -148,7 +149,7 @@ def sqlite_failed(out: Path) -> list[str]:
         return [url for (url,) in db.execute("SELECT url FROM resources WHERE status='failed'")]
 
 
-def test_each_page_has_its_screenshot_text_and_resource_list(crawled: Crawled) -> None:
+def test_each_page_has_its_screenshot_text_and_didl(crawled: Crawled) -> None:
     recs = records(crawled.out)
     resources = {h["WARC-Target-URI"]: body for t, h, body in recs if t == "resource"}
     for page in PAGES:
@@ -157,11 +158,21 @@ def test_each_page_has_its_screenshot_text_and_resource_list(crawled: Crawled) -
         assert f"urn:text:{url}" in resources, page
     assert b"Content fetched by a script" in resources[f"urn:text:{crawled.url}/"]
     assert b"Deep text a, fetched" in resources[f"urn:text:{crawled.url}/deep/a"]
-    notes = [body for t, h, body in recs if t == "metadata" and body.startswith(b"page: ")]
-    (start,) = [n for n in notes if n.startswith(f"page: {crawled.url}/\r\n".encode())]
-    assert f"resource: {crawled.url}/lazy.png".encode() in start
-    (hang,) = [n for n in notes if n.startswith(f"page: {crawled.url}/hang\r\n".encode())]
-    assert b"note: the page was still loading" in hang
+    ids = {h["WARC-Target-URI"]: h["WARC-Record-ID"][1:-1] for t, h, _ in recs
+           if t in ("response", "resource")}  # fmt: skip
+    didls = {}
+    for t, _, body in recs:
+        if t == "metadata" and b"<didl:Component>\n      <didl:Resource" in body:
+            doc = assert_valid(body)  # the DIDL schema
+            refs = [r.get("ref") for r in doc.iter("{urn:mpeg:mpeg21:2002:02-DIDL-NS}Resource")]
+            didls[doc.findtext(".//{*}Identifier")] = refs
+    start = didls[crawled.url + "/"]  # the page's DIDL lists every record it is made of
+    assert start[0] == ids[crawled.url + "/"]
+    for part in ("/api/nav.json", "/lazy.png", "/style.css", "/bg.png"):
+        assert ids[crawled.url + part] in start, part
+    assert ids[f"urn:view:{crawled.url}/"] in start and ids[f"urn:text:{crawled.url}/"] in start
+    # the favicon every page loads is archived once, and listed by each page that loaded it
+    assert sum(ids[crawled.url + "/favicon.ico"] in refs for refs in didls.values()) > 1
 
 
 def test_the_wacz_pages_carry_the_rendered_text(crawled: Crawled, tmp_path: Path) -> None:

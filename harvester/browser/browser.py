@@ -58,21 +58,38 @@ class Browser:
         self._free = asyncio.Queue()
 
     async def load(self, url: str) -> PageCapture:
-        """``url`` loaded in the next free tab (:meth:`Tab.load`)."""
+        """``url`` loaded and read in the next free tab (:meth:`Tab.load`)."""
+        _, rest = await self.open(url)
+        return await rest
+
+    async def open(self, url: str) -> tuple[PageCapture, asyncio.Task[PageCapture]]:
+        """``url`` loaded in the next free tab (:meth:`Tab.start`), and the task that reads it
+        (:meth:`Tab.finish`), after which the tab is free again."""
         async with self._idle:
             await self._idle.wait_for(lambda: not self._restart)
         tab = await self._free.get()
         self._busy += 1
         try:
-            return await tab.load(url)
+            page = await tab.start(url)
+        except BaseException:
+            await self._release(tab)
+            raise
+        return page, asyncio.get_running_loop().create_task(self._finished(tab, page))
+
+    async def _finished(self, tab: Tab, page: PageCapture) -> PageCapture:
+        try:
+            return await tab.finish(page)
         finally:
-            tab = await self._after(tab)
-            self._busy -= 1
-            self._free.put_nowait(tab)
-            async with self._idle:
-                self._idle.notify_all()
-            if self._restart and self._busy == 0:
-                await self._restarted()
+            await self._release(tab)
+
+    async def _release(self, tab: Tab) -> None:
+        tab = await self._after(tab)
+        self._busy -= 1
+        self._free.put_nowait(tab)
+        async with self._idle:
+            self._idle.notify_all()
+        if self._restart and self._busy == 0:
+            await self._restarted()
 
     async def _after(self, tab: Tab) -> Tab:
         """The tab to put back: ``tab``, or a new one for a crashed one; a restart asked for

@@ -7,8 +7,9 @@ many pages is archived once a run: the browser still loads it, each time from it
 again), the whole of any URL the page got a ``206`` part of (fetched by the harvester's
 fetcher), then the page itself with its outlinks (the rendered page's links and the
 navigations it asked for; the links of the answer as served for what is not an HTML page),
-then the page's group of :mod:`harvester.browser.pagerecords` (screenshot, text, and the list
-of the page's resources). It starts the browser with the crawl and stops it at its end.
+then the page's group of :mod:`harvester.browser.pagerecords` (screenshot, text, and the
+page's DIDL record listing the records it is made of). It starts the browser with the crawl
+and stops it at its end.
 """
 
 from __future__ import annotations
@@ -37,32 +38,35 @@ class PageArchivist:
     ) -> None:
         self.recorder, self.source, self.browser = recorder, source, browser
         self.follow_nofollow = follow_nofollow
-        self.archived: set[str] = set()  # the exchanges of this run, by method, URL and body
+        # the exchanges archived this run, by method, URL and body: their type and record ID
+        self.archived: dict[str, tuple[str, str]] = {}
 
     async def start(self, commit: Callable[[], None]) -> None:
         await self.browser.start()
 
     async def archive(self, res: Resource, result: HttpExchange) -> Archived:
-        page = self.source.pages.pop(res.url, None)
+        rest = self.source.pages.pop(res.url, None)
+        page = None if rest is None else await rest
         if page is None or page.document is not result:
             links = self._served_links(result)
             capture, unchanged = self.recorder.fetched(res, result, outlinks=links)
             return Archived(capture, unchanged, links, 0)
-        self.archived.add(_key(result))
-        written = [result.url]
         for exchange in page.exchanges:
-            if exchange is not result and self._first_time(exchange):
-                self.recorder.fetched(_bare(exchange.url), exchange)
-                written.append(exchange.url)
+            if exchange is not result:
+                self._archived_once(exchange)
         for url in dict.fromkeys(page.partial):
-            written += await self._whole(url)
+            await self._whole(url)
+        if not page.complete:
+            log.info("%s: still loading at its time limit, archived as it was", res.url)
         if page.rendered:
             links = list(dict.fromkeys([*page.links, *page.navigations]))
         else:
             links = self._served_links(result)
         capture, unchanged = self.recorder.fetched(res, result, outlinks=links)
-        resources = [e.url for e in page.exchanges if e is not result]
-        write_page_records(self.recorder.writer, page, resources)
+        parts = [(_mime(result), capture.record_id)]
+        parts += [self.archived[_key(e)] for e in page.exchanges if _key(e) in self.archived]
+        parts = list(dict.fromkeys(parts))
+        write_page_records(self.recorder.writer, page, parts, self.recorder.provenance())
         return Archived(capture, unchanged, links, 0)
 
     def stepped(self, ticket: int) -> None:
@@ -74,26 +78,23 @@ class PageArchivist:
     async def close(self) -> None:
         await self.browser.close()
 
-    async def _whole(self, url: str) -> list[str]:
+    async def _whole(self, url: str) -> None:
         """``url`` fetched whole (the page got a part of it), once a run."""
-        if url in self.archived:
-            return []
+        if f"GET {url}" in self.archived:
+            return
         try:
             result = await self.source.fetcher.fetch(url)
         except FetchError as exc:
             log.warning("%s: %s", url, exc)
-            return []
-        if not self._first_time(result):
-            return []
-        self.recorder.fetched(_bare(result.url), result)
-        return [result.url]
+            return
+        self._archived_once(result)
 
-    def _first_time(self, exchange: HttpExchange) -> bool:
+    def _archived_once(self, exchange: HttpExchange) -> None:
+        """``exchange``'s group written, unless one of the same request was this run."""
         key = _key(exchange)
-        if key in self.archived:
-            return False
-        self.archived.add(key)
-        return True
+        if key not in self.archived:
+            capture, _ = self.recorder.fetched(_bare(exchange.url), exchange)
+            self.archived[key] = (_mime(exchange), capture.record_id)
 
     def _served_links(self, result: HttpExchange) -> list[str]:
         links = response_links(result, follow_nofollow=self.follow_nofollow)
@@ -105,6 +106,10 @@ def _key(exchange: HttpExchange) -> str:
         return f"{exchange.method} {exchange.url}"
     digest = hashlib.sha1(exchange.request_body).hexdigest()
     return f"{exchange.method} {exchange.url} {digest}"
+
+
+def _mime(exchange: HttpExchange) -> str:
+    return (exchange.header("Content-Type") or "").split(";", 1)[0].strip()
 
 
 def _bare(url: str) -> Resource:

@@ -1,14 +1,17 @@
 """The crawl's pages from the browser: what the crawler calls its fetcher, in browser mode.
 
 The crawler asks for a page (``fetch`` with ``follow_redirects=False``): robots.txt is obeyed
-as the fetcher obeys it, the page is loaded in the browser, its capture kept for the archivist
-(:mod:`harvester.browser.pagearchivist`) and its own document's exchange returned, which the
-crawler schedules and records as it does a fetched one. Anything else (a sitemap, robots.txt)
-is the harvester's fetcher's.
+as the fetcher obeys it, the page is loaded in the browser and its own document's exchange
+returned once the page is quiet after its load, which the crawler schedules by and records as
+it does a fetched one (so a host rests after a page as long as the page took to load, not to
+be scrolled and read); the rest of the page (scrolled, read) goes on in its tab, a task kept
+for the archivist (:mod:`harvester.browser.pagearchivist`), which waits for it. Anything
+else (a sitemap, robots.txt) is the harvester's fetcher's.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
 from harvester.browser.browser import Browser, PageFailed
@@ -22,7 +25,8 @@ from harvester.robots import RobotsCache
 class PageSource:
     def __init__(self, fetcher: Fetcher, browser: Browser, *, obey_robots: bool) -> None:
         self.fetcher, self.browser, self.obey_robots = fetcher, browser, obey_robots
-        self.pages: dict[str, PageCapture] = {}  # loaded, not archived yet, by URL asked for
+        # loaded, being read, not archived yet, by URL asked for
+        self.pages: dict[str, asyncio.Task[PageCapture]] = {}
 
     @property
     def robots(self) -> RobotsCache:
@@ -43,10 +47,10 @@ class PageSource:
         if self.obey_robots:
             await self._allowed(url)
         try:
-            page = await self.browser.load(url)
+            page, rest = await self.browser.open(url)
         except PageFailed as exc:  # recorded as failed, not tried again this cycle
             raise PermanentFetchError(str(exc)) from exc
-        self.pages[url] = page
+        self.pages[url] = rest
         return page.document
 
     async def _allowed(self, url: str) -> None:

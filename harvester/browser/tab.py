@@ -1,7 +1,8 @@
 """A tab: one page at a time loaded, recorded, scrolled to its end, and read.
 
-:meth:`Tab.load` navigates, waits for the load event (at most the page's time limit: a page
-that never stops loading is read as it is then), scrolls to the bottom until the page stops
+:meth:`Tab.start` navigates and waits for the load event (at most the page's time limit: a
+page that never stops loading is read as it is then) and a quiet network; :meth:`Tab.finish`
+scrolls to the bottom until the page stops
 growing (lazy content; at most ``scrolls`` times: an endless scroll ends there), waits for the
 requests this started, then reads the rendered page: its links (after its scripts ran), the
 navigations it asked for, its text and a screenshot of the viewport at the top.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,7 @@ from harvester.browser.cdp import CDPError, Connection
 from harvester.browser.recording import Recording
 from harvester.exchange import HttpExchange
 
+log = logging.getLogger(__name__)
 PATTERNS = [
     {"urlPattern": "*", "requestStage": "Response"},
     {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"},
@@ -66,7 +69,8 @@ class PageCapture:
     partial: list[str] = field(default_factory=list)
     text: str = ""
     screenshot: bytes = b""
-    rendered: bool = False  # an HTML page, read after its scripts ran
+    readable: bool = False  # an HTML page, its own (not a redirect)
+    rendered: bool = False  # read after its scripts ran
     complete: bool = True  # loaded within its time
     refused: int = 0  # requests failed past the page's cap
 
@@ -77,6 +81,7 @@ class Tab:
         self.crashed = asyncio.Event()
         self._loaded = asyncio.Event()
         self._recording: Recording | None = None
+        self._until = 0.0
 
     @classmethod
     async def open(cls, conn: Connection, limits: PageLimits) -> Tab:
@@ -98,8 +103,14 @@ class Tab:
             await self.conn.send("Target.closeTarget", {"targetId": self.target}, timeout=10)
 
     async def load(self, url: str) -> PageCapture:
+        """``url`` loaded (:meth:`start`) and read (:meth:`finish`)."""
+        return await self.finish(await self.start(url))
+
+    async def start(self, url: str) -> PageCapture:
+        """The page's first part: navigated, its document in, quiet after its load event.
+        :meth:`finish` must follow (the tab is the page's until then)."""
         limits = self.limits
-        until = time.monotonic() + limits.seconds
+        self._until = until = time.monotonic() + limits.seconds
         rec = Recording(
             url,
             self.target,
@@ -112,10 +123,30 @@ class Tab:
         try:
             return await self._load(url, rec, until)
         except CDPError as exc:
+            await self._done(rec)
             raise PageFailed(f"{url}: the browser: {exc}") from exc
+        except BaseException:
+            await self._done(rec)
+            raise
+
+    async def finish(self, page: PageCapture) -> PageCapture:
+        """The page's second part: scrolled, read, every request it paused handled. A page
+        the browser fails to read is kept as loaded (its links then come from its HTML)."""
+        rec, until = self._recording, self._until
+        assert rec is not None, "finish follows start"
+        try:
+            if page.readable:
+                await self._read(page, rec, until)
+        except CDPError as exc:
+            log.info("%s: not read: %s", page.url, exc)
         finally:
-            await self._wait(rec.settle(), until + 5)
-            self._recording = None
+            await self._done(rec)
+        page.navigations, page.partial, page.refused = rec.navigations, rec.partial, rec.refused
+        return page
+
+    async def _done(self, rec: Recording) -> None:
+        await self._wait(rec.settle(), self._until + 5)
+        self._recording = None
 
     async def _load(self, url: str, rec: Recording, until: float) -> PageCapture:
         nav = asyncio.ensure_future(
@@ -138,15 +169,13 @@ class Tab:
             raise PageFailed(f"{url}: no answer in {self.limits.seconds:g} s")
         page = PageCapture(url, document, rec.exchanges, complete=complete)
         kind = (document.header("Content-Type") or "").lower()
-        if rec.committed and ("html" in kind or not kind):
-            await self._read(page, rec, until)
-        await self._wait(rec.settle(), until)
-        page.navigations, page.partial, page.refused = rec.navigations, rec.partial, rec.refused
+        page.readable = rec.committed and ("html" in kind or not kind)
+        if page.readable:
+            await self._quiet(rec, until)
         return page
 
     async def _read(self, page: PageCapture, rec: Recording, until: float) -> None:
         """Scrolled to its end, the page's links, text and screenshot."""
-        await self._quiet(rec, until)
         for _ in range(self.limits.scrolls):  # to the bottom, until it stops growing
             if time.monotonic() >= until:
                 break
