@@ -2,16 +2,18 @@
 
 The start page has no link and no subresource in its HTML: an inline script fetches its
 navigation (a JSON API) and makes the links, fetches its content, POSTs a form's data and
-shows the answer, loads a stylesheet (which loads an image), and loads an image only when it
-is scrolled into view. Behind the scripted links: pages whose own scripts link one level
-deeper, a page that asks the browser to navigate elsewhere, a page that never stops loading
-(an image whose body never ends), an endless scroll, and a page whose answer never comes.
+shows the answer, loads a stylesheet (sent gzipped; it loads an image), and loads an image
+only when it is scrolled into view. Behind the scripted links: pages whose own scripts link
+one level deeper, a page that asks the browser to navigate elsewhere, a page that never stops
+loading (an image whose body never ends), an endless scroll, and a page whose answer never
+comes.
 ``JsSite.asked`` holds every (method, path, body) received; ``stop()`` ends the server and
 whatever it holds open.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from collections.abc import Iterator
@@ -152,10 +154,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         got = answer(self.path)
         assert got is not None
-        self._send(*got)
+        coded = self.path == "/style.css" and "gzip" in self.headers.get("Accept-Encoding", "")
+        self._send(*got, coded=coded)
 
-    def _send(self, status: int, kind: str, body: bytes) -> None:
+    def _send(self, status: int, kind: str, body: bytes, *, coded: bool = False) -> None:
         self.send_response(status)
+        if coded:  # the style sheet, gzipped when the client takes it
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -144,6 +144,21 @@ def test_the_browser_crawl_archives_everything_the_pages_load(crawled: Crawled) 
     assert state == [crawled.url + "/no-answer"]
 
 
+def test_a_body_the_browser_decoded_is_stored_with_a_head_that_says_so(crawled: Crawled) -> None:
+    found = []
+    for path in sorted((crawled.out / "warcs").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for r in ArchiveIterator(fh):
+                uri = r.rec_headers.get_header("WARC-Target-URI")
+                if r.rec_type == "response" and uri == crawled.url + "/style.css":
+                    found.append((r.http_headers, r.raw_stream.read()))
+    ((head, body),) = found
+    assert body == b"body { background: url(/bg.png) }"  # as the browser decoded it
+    assert head.get_header("Content-Encoding") is None
+    assert head.get_header("Content-Length") == str(len(body))
+    assert head.get_header("X-Archive-Orig-Content-Encoding") == "gzip"
+
+
 def sqlite_failed(out: Path) -> list[str]:
     with sqlite3.connect(out / "state.sqlite") as db:
         return [url for (url,) in db.execute("SELECT url FROM resources WHERE status='failed'")]
