@@ -138,7 +138,8 @@ def main(argv: list[str]) -> int:
     proxy = subprocess.Popen(
         [args.warcprox, "-b", "127.0.0.1", "-p", str(port), "-d", str(args.warcs), "-z",
          "-c", str(args.warcs / "ca.pem"), "--certs-dir", str(args.warcs / "certs"),
-         "--dedup-db-file", str(args.warcs / "dedup.db"), "-q"],
+         "--dedup-db-file", str(args.warcs / "dedup.db"),
+         "--stats-db-file", str(args.warcs / "stats.db"), "-q"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
