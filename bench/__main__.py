@@ -12,7 +12,7 @@ from bench.harness import Report
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("harvester", "server_module", "bench", "tests")
-NOT_BENCHMARKS = {"harness", "fetchfloor", "crawlprofile"}  # parts of crawl
+NOT_BENCHMARKS = {"harness", "fetchfloor", "crawlprofile", "browserpeer"}  # parts of crawl
 
 
 def available() -> list[str]:

@@ -79,6 +79,7 @@ class HttpExchange:
     latency: float = 0.0  # seconds until the response headers arrived
     redirects: tuple[Redirect, ...] = ()
     sent_target: str | None = None  # the request line's target as sent, when the client says
+    request_body: bytes = b""  # a POST's body as sent (the browser's requests; our GETs: none)
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:

@@ -81,6 +81,13 @@ class HarvestSettings:
     seen_cache: int = 50_000  # entries of the seen-URL test's in-memory CLOCK cache
     commit_every: int = 256  # resources whose marks share one state commit (and one WARC file)
     commit_seconds: float = 1.0  # a crawl commits its batch of pages at least this often
+    # -- browser capture (--browser: each crawled page loaded in headless Chromium) --
+    browser: bool = False
+    browser_executable: str = "chromium"  # Debian's, which make sysdeps installs
+    browser_tabs: int = 0  # pages loaded at once; 0: one a core, 2 to 8
+    browser_page_time: float = 30.0  # seconds a page may load, scroll and be read
+    browser_max_requests: int = 1000  # answers recorded per page; later requests are refused
+    browser_max_rss: int = 1024 * 1024 * 1024  # bytes the browser may hold before a restart
     # -- the resource fetcher (harvester.fetch); times in seconds, sizes in bytes --
     connect_timeout: float = 10.0
     read_timeout: float = 30.0  # the longest a body may stall
@@ -200,6 +207,8 @@ def _check(values: Mapping[str, Any]) -> None:
     _check_workers(values)
     if int(values.get("fetch_processes", 0)) < 0:
         raise ValueError("fetch_processes must be 0 (one a core) or more")
+    if int(values.get("browser_tabs", 0)) < 0:
+        raise ValueError("browser_tabs must be 0 (one a core) or more")
     if int(values.get("crawl_processes", 0)) not in (0, 1, 2):
         raise ValueError("crawl_processes must be 0 (2 on two cores or more), 1 or 2")
     if values.get("state") is not None:

@@ -10,7 +10,7 @@ The ZIP holds, as the specification lays them out:
   for (``*.cdx`` or ``*.cdx.gz``); stored, not deflated again, like the WARC files;
 * ``pages/pages.jsonl``: a ``json-pages-1.0`` header, then one line per HTML page captured with
   status 200, at its latest capture: ``url``, ``ts`` (ISO 8601) and ``title`` when the page
-  has one;
+  has one, and ``text`` (for full-text search) when a browser crawl recorded the page's text;
 * ``datapackage.json``: a Frictionless data package (``profile: data-package``) listing each
   file above with its ``sha256:`` hash and byte count, ``wacz_version: 1.1.1``, ``created``
   and ``software``, and ``mainPageUrl``/``mainPageDate`` (the first page);
@@ -45,6 +45,7 @@ INDEX = "indexes/index.cdx.gz"
 PAGES_HEADER = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
 _TITLE_BYTES = 1 << 16  # of a page read to find its title
+_TEXT = "urn:text:"  # a page's text as the browser rendered it (harvester/browser/pagerecords.py)
 _COPY = 1 << 20
 
 Tick = Callable[[int], None]
@@ -55,10 +56,12 @@ class Page:
     url: str
     ts: str
     title: str | None
+    text: str | None = None  # as rendered: a browser crawl's ``urn:text:`` record
 
     def as_dict(self) -> dict[str, str]:
         data = {"url": self.url, "ts": self.ts}
-        return {**data, "title": self.title} if self.title else data
+        data = {**data, "title": self.title} if self.title else data
+        return {**data, "text": self.text} if self.text is not None else data
 
 
 def write_wacz(folder: Path, target: Path, tick: Tick | None = None) -> dict[str, Any]:
@@ -101,9 +104,12 @@ def cdxj_lines(indexes: Sequence[Path]) -> list[str]:
 def html_pages(warc_dir: Path, lines: Iterable[str]) -> list[Page]:
     """The HTML pages captured with status 200, each at its latest capture, in URL order."""
     latest: dict[str, tuple[str, dict[str, str]]] = {}
+    texts: dict[str, dict[str, str]] = {}
     for line in lines:
         _key, timestamp, block = line.split(" ", 2)
         fields = json.loads(block)
+        if fields.get("url", "").startswith(_TEXT):
+            texts[fields["url"].removeprefix(_TEXT)] = fields
         if fields.get("mime") != "text/html" or fields.get("status") != "200":
             continue
         url = fields["url"]
@@ -112,7 +118,8 @@ def html_pages(warc_dir: Path, lines: Iterable[str]) -> list[Page]:
     pages = []
     for url, (timestamp, fields) in sorted(latest.items()):
         title = _title(warc_dir / fields["filename"], int(fields["offset"]))
-        pages.append(Page(url, _iso(timestamp), title))
+        text = None if url not in texts else _text(warc_dir, texts[url])
+        pages.append(Page(url, _iso(timestamp), title, text))
     return pages
 
 
@@ -128,6 +135,14 @@ def _title(path: Path, offset: int) -> str | None:
             text = found.group(1).decode("utf-8", errors="replace")
             return " ".join(text.split()) or None
     return None
+
+
+def _text(warc_dir: Path, fields: dict[str, str]) -> str:
+    """The content of the record that ``fields`` (its CDXJ line's) point at, as text."""
+    with open(warc_dir / fields["filename"], "rb") as fh:
+        fh.seek(int(fields["offset"]))
+        record = next(iter(ArchiveIterator(fh)))
+        return record.content_stream().read().decode("utf-8", errors="replace")
 
 
 def _iso(timestamp: str) -> str:

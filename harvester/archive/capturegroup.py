@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harvester.archive.cdxline import CaptureFields, media_type
+from harvester.archive.cdxline import CaptureFields, media_type, with_request
 from harvester.archive.recordbytes import (
     EMPTY_DIGEST,
     Built,
@@ -243,6 +243,9 @@ def response(stamp: Stamp, exchange: HttpExchange, payload_digest: str) -> Built
     )
     mime = media_type(_first(stored, "content-type"))
     capture = CaptureFields(exchange.url, mime, str(exchange.status), payload_digest)
+    if exchange.request_body:
+        sent_type = _first(exchange.request_headers, "content-type")
+        with_request(capture, exchange.method, sent_type, exchange.request_body)
     return Built(made[0], made[1], member, capture)
 
 
@@ -297,7 +300,9 @@ def request(
         fields,
         content_type=REQUEST_TYPE,
         http=http,
-        payload_digest=EMPTY_DIGEST,  # of its empty payload, known: not hashed again
+        payload=exchange.request_body,
+        # of an empty payload, known: not hashed again
+        payload_digest=None if exchange.request_body else EMPTY_DIGEST,
     )
     return Built(made[0], made[1], member)
 

@@ -6,10 +6,12 @@ Both the writer (lines made as it writes) and the read-back of repaired files
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from dataclasses import dataclass
 
+from cdxj_indexer.postquery import append_method_query  # type: ignore[import-untyped]
 from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.cdxkey import timestamp, url_key
@@ -38,6 +40,9 @@ class CaptureFields:
     mime: str | None
     status: str | None
     digest: str | None
+    method: str | None = None  # POST or PUT: the request's, keyed as cdxj-indexer --post-append
+    request_body: str = ""  # that request's body as a query (cdxj-indexer's requestBody)
+    key_suffix: str = ""  # ?__wb_method=POST&..., appended to the URL before keying
 
 
 def is_capture(record: ArcWarcRecord) -> bool:
@@ -76,8 +81,23 @@ def line(capture: CaptureFields, warc_date: str, filename: str, offset: int, len
         "offset": str(offset),
         "filename": filename,
     }
+    if capture.method is not None:
+        fields |= {"requestBody": capture.request_body, "method": capture.method}
     block = json.dumps({name: value for name, value in fields.items() if value is not None})
-    return f"{url_key(capture.url)} {timestamp(warc_date)} {block}\n"
+    return f"{url_key(capture.url + capture.key_suffix)} {timestamp(warc_date)} {block}\n"
+
+
+def with_request(
+    capture: CaptureFields, method: str, content_type: str | None, body: bytes
+) -> None:
+    """``capture`` keyed by its POST or PUT request as cdxj-indexer's ``--post-append`` keys
+    it (pywb looks a replayed POST up so): the method and body appended as a query."""
+    if method not in ("POST", "PUT"):
+        return
+    query, suffix = append_method_query(
+        method, content_type, str(len(body)), io.BytesIO(body), capture.url
+    )
+    capture.method, capture.request_body, capture.key_suffix = method, query, suffix
 
 
 def _mime(record: ArcWarcRecord) -> str | None:

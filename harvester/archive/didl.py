@@ -210,6 +210,13 @@ def deletion_didl(
     return _document(document_id, statements)
 
 
+def page_didl(url: str, parts: list[tuple[str, str]], provenance: Provenance) -> bytes:
+    """The DIDL record of a page captured by a browser: one component per record of what the
+    page is made of, each a (media type, ``urn:uuid`` record ID) pair, the page's own first."""
+    components = "".join(_component(mime or FALLBACK_MIME, ref) for mime, ref in parts)
+    return _document(None, [_identifier(url), _provenance(provenance)], components)
+
+
 def didl_filename(url: str, record_id: str) -> str:
     """A file name for an exported record: unique per capture, safe on any file system.
 

@@ -185,6 +185,7 @@ class Recorder:
         return self.writer.request_record(
             result.url,
             _request_headers(result),
+            result.request_body,
             concurrent_to=_id(content),
             ip=result.peer_ip,
             date=content.rec_headers.get_header("WARC-Date"),

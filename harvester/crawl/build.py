@@ -62,14 +62,19 @@ def build_crawler(
         scorer=OPICScorer(multiplier=policies.multiplier),
         policies=policies,
     )
+    archivist, concurrency = _archivist(settings, state, recorder), settings.concurrency
+    if settings.browser:  # imported only then
+        from harvester.browser.crawlhook import browser_parts
+
+        fetcher, archivist, concurrency = browser_parts(settings, fetcher, recorder)  # type: ignore[assignment]
     crawler = Crawler(
         settings.site_url,
         list(dict.fromkeys(seeds)),
         state=state,
         frontier=frontier,
-        archivist=_archivist(settings, state, recorder),
+        archivist=archivist,
         fetcher=fetcher,
-        concurrency=settings.concurrency,
+        concurrency=concurrency,
         limits=CrawlLimits(settings.max_pages, settings.max_bytes, deadline),
         summary=summary,
         progress=progress,

@@ -1,0 +1,62 @@
+"""The crawl's pages from the browser: what the crawler calls its fetcher, in browser mode.
+
+The crawler asks for a page (``fetch`` with ``follow_redirects=False``): robots.txt is obeyed
+as the fetcher obeys it, the page is loaded in the browser and its own document's exchange
+returned once the page is quiet after its load, which the crawler schedules by and records as
+it does a fetched one (so a host rests after a page as long as the page took to load, not to
+be scrolled and read); the rest of the page (scrolled, read) goes on in its tab, a task kept
+for the archivist (:mod:`harvester.browser.pagearchivist`), which waits for it. Anything
+else (a sitemap, robots.txt) is the harvester's fetcher's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from harvester.browser.browser import Browser, PageFailed
+from harvester.browser.tab import PageCapture
+from harvester.exceptions import PermanentFetchError, TransientFetchError
+from harvester.exchange import HttpExchange
+from harvester.fetch import Fetcher
+from harvester.robots import RobotsCache
+
+
+class PageSource:
+    def __init__(self, fetcher: Fetcher, browser: Browser, *, obey_robots: bool) -> None:
+        self.fetcher, self.browser, self.obey_robots = fetcher, browser, obey_robots
+        # loaded, being read, not archived yet, by URL asked for
+        self.pages: dict[str, asyncio.Task[PageCapture]] = {}
+
+    @property
+    def robots(self) -> RobotsCache:
+        return self.fetcher.robots
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        headers: Mapping[str, str] | None = None,
+        follow_redirects: bool = True,
+    ) -> HttpExchange:
+        if follow_redirects or method != "GET":
+            return await self.fetcher.fetch(
+                url, method=method, headers=headers, follow_redirects=follow_redirects
+            )
+        if self.obey_robots:
+            await self._allowed(url)
+        try:
+            page, rest = await self.browser.open(url)
+        except PageFailed as exc:  # recorded as failed, not tried again this cycle
+            raise PermanentFetchError(str(exc)) from exc
+        self.pages[url] = rest
+        return page.document
+
+    async def _allowed(self, url: str) -> None:
+        rules = await self.robots.rules(url)
+        if rules.allows(url, self.robots.token):
+            return
+        if rules.unreachable:
+            raise TransientFetchError(f"robots.txt unreachable for {url}")
+        raise PermanentFetchError(f"disallowed by robots.txt: {url}")
