@@ -22,8 +22,7 @@ names its page. Crash repair, given :func:`ends_group`, cuts a ``.open`` file ba
 such record, so it never leaves half a group; :meth:`Recorder.reconcile` then finds groups that
 reached the disk before the state heard of them.
 
-Every record is made from one :class:`~harvester.exchange.HttpExchange`, whichever client made
-it, so the HTTP version is spelled one way in every request and status line.
+Every record is made from one :class:`~harvester.exchange.HttpExchange`, whatever client made it.
 """
 
 from __future__ import annotations

@@ -78,7 +78,6 @@ class Chromium:
             start_new_session=True,
             preexec_fn=_die_with_parent,
         )
-        assert self.process.stderr is not None
         try:
             self.devtools_url = await asyncio.wait_for(self._listening(), timeout)
         except (TimeoutError, EOFError):
@@ -123,17 +122,22 @@ class Chromium:
             shutil.rmtree(self._profile, ignore_errors=True)
             self._profile = None
 
+    def _stderr(self) -> asyncio.StreamReader:
+        """The browser's stderr, a pipe since it started."""
+        if self.process is None or self.process.stderr is None:
+            raise RuntimeError("the browser is not running")
+        return self.process.stderr
+
     async def _listening(self) -> str:
-        assert self.process is not None and self.process.stderr is not None
-        while line := await self.process.stderr.readline():
+        stream = self._stderr()
+        while line := await stream.readline():
             if found := LISTENING.search(line):
                 return found.group(1).decode()
         raise EOFError
 
     async def _drained(self) -> None:
         """The browser's stderr read to its end (a full pipe would stop the browser)."""
-        assert self.process is not None and self.process.stderr is not None
-        stream = self.process.stderr
+        stream = self._stderr()
         while line := await stream.readline():
             log.debug("chromium: %s", line.decode(errors="replace").rstrip())
 

@@ -133,7 +133,8 @@ class Tab:
         """The page's second part: scrolled, read, every request it paused handled. A page
         the browser fails to read is kept as loaded (its links then come from its HTML)."""
         rec, until = self._recording, self._until
-        assert rec is not None, "finish follows start"
+        if rec is None:
+            raise RuntimeError("a page is finished after it is started")
         try:
             if page.readable:
                 await self._read(page, rec, until)
