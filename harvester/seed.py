@@ -10,10 +10,12 @@ redirect is archived as it is, not followed: its target is captured when a list 
 
 The seed is none of the site's listed resources: it keeps its own row in the state (status
 ``seed``, :meth:`~harvester.storage.protocol.ResourceStore.remember_seed`), which no count of
-the site includes, and its own ``seed`` field in the run's summary (``fetched``,
-``unchanged``, or ``failed``). It is not captured when ``SITE`` is the endpoint itself, or a
-URL a list names (then it is a listed resource like any other). In a shared job the worker
-that lists (holding the endpoint's list turn) captures it.
+the site includes, and its own ``seed`` field in the run's summary: ``fetched``,
+``unchanged``, ``HTTP 404`` (an error answer, archived as it is, as any 404) or ``failed``
+(no answer; a warning). Neither changes the exit code, and its bytes are not in the
+summary's ``bytes``. It is not captured when ``SITE`` is the endpoint itself, or a URL a
+list names (then it is a listed resource like any other). In a shared job the worker that
+lists (holding the endpoint's list turn) captures it.
 """
 
 from __future__ import annotations
@@ -74,10 +76,9 @@ async def capture_seed(fetch: ListedFetch, url: str) -> None:
         if result.status < 400:  # an error answer is archived, the last good capture kept
             state.remember_seed(fetch.settings.site_url, url, capture)
     summary.seed = "unchanged" if unchanged else "fetched"
-    if result.status >= 400:
-        log.warning("the start URL %s: HTTP %d %s", url, result.status, result.reason)
-        summary.seed = "failed"
-    summary.bytes += len(result.body)
+    if result.status >= 400:  # the site's own answer (no home page): no failure of the run
+        log.info("the start URL %s: HTTP %d %s, archived", url, result.status, result.reason)
+        summary.seed = f"HTTP {result.status}"
 
 
 def _blank(url: str) -> Resource:

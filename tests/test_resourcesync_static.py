@@ -65,7 +65,7 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
     site, base, state = static_site
     assert not (site.root / "oai").exists()
     out = tmp_path / "out"
-    summary = harvest(base, out)
+    summary = first = harvest(base, out)
     assert summary["endpoint"] == f"{base}/capabilitylist.xml"
     recs = records(out)
     responses = [h["WARC-Target-URI"] for t, h, _c in recs if t == "response"]
@@ -94,6 +94,10 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
 
     again = harvest(base, out)  # the last second's changes are read again, not fetched again
     assert (again["fetched"], again["unchanged"], again["deleted"]) == (0, 0, 0)
+    # the start URL, which no list names, by each run: new, then unchanged (issue 32, item 4)
+    assert [s["seed"] for s in (first, summary, again)] == ["fetched", "unchanged", "unchanged"]
+    home = [t for t, h, _c in records(out, seed=True) if h.get("WARC-Target-URI") == base + "/"]
+    assert [t for t in home if t != "request"] == ["response", "revisit", "revisit"]
 
 
 def test_each_run_adds_a_change_list_and_big_lists_split(
