@@ -26,7 +26,7 @@ from harvester.summary import Summary
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site
-from tests.test_harvest import records, url_of
+from tests.test_harvest import listed_records, url_of
 
 PID = re.compile(r"-(\d+)\.warc\.gz$")
 
@@ -64,7 +64,7 @@ def assert_archived_once(
     endpoint = f"{server.url}/oai?"
     responses = Counter(
         h["WARC-Target-URI"]
-        for t, h, _c in records(out)
+        for t, h, _c in listed_records(out)
         if t in kinds and not h["WARC-Target-URI"].startswith(endpoint)
     )
     expected = {url_of(server, p) for p in site.public}

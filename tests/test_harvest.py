@@ -35,10 +35,8 @@ def url_of(server: RunningServer, rel: str) -> str:
     return f"{server.url}/{quote(os.fsencode(rel), safe='/')}"
 
 
-def records(out: Path, seed: bool = False) -> list[tuple[str, dict[str, str], bytes]]:
-    """(WARC-Type, WARC headers, content) of every record of the collection, in file order;
-    without ``seed``, less the capture group of the site's root, the start URL every listed
-    run captures besides the listed files (``harvester/seed.py``)."""
+def records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
+    """(WARC-Type, WARC headers, content) of every record of the collection, in file order."""
     found = []
     for path in sorted((out / "warcs").glob("*.warc.gz")):
         with open(path, "rb") as fh:
@@ -46,8 +44,13 @@ def records(out: Path, seed: bool = False) -> list[tuple[str, dict[str, str], by
                 found.append(
                     (rec.rec_type, dict(rec.rec_headers.headers), rec.content_stream().read())
                 )
-    if seed:
-        return found
+    return found
+
+
+def listed_records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
+    """:func:`records` less the capture groups of the site's root: the start URL every listed
+    run captures besides the listed files (``harvester/seed.py``)."""
+    found = records(out)
     roots = {h["WARC-Record-ID"] for _t, h, _c in found if _is_root(h.get("WARC-Target-URI"))}
     return [
         (t, h, c)
@@ -85,7 +88,7 @@ def test_full_harvest_archives_every_public_file(served, tmp_path: Path) -> None
     site, _index, server = served
     summary = harvest(server, tmp_path / "out")
     expected = {url_of(server, p) for p in site.public}
-    recs = records(tmp_path / "out")
+    recs = listed_records(tmp_path / "out")
     responses = [h["WARC-Target-URI"] for t, h, _c in recs if t == "response"]
     assert Counter(responses) == Counter(expected), "each public file exactly once"
     assert summary["listed"] == summary["fetched"] == len(site.public)
@@ -120,7 +123,7 @@ def test_incremental_fetches_only_the_changes(served, tmp_path: Path) -> None:  
     site, index, server = served
     out = tmp_path / "out"
     harvest(server, out)
-    before = len(records(out))
+    before = len(listed_records(out))
     time.sleep(1.1)
     edited, touched, gone = "docs/with space.html", "index.html", "files/empty.txt"
     (site.root / edited).write_bytes(b"<html><title>new</title></html>")
@@ -129,7 +132,7 @@ def test_incremental_fetches_only_the_changes(served, tmp_path: Path) -> None:  
     (site.root / "news" / "added.html").write_text("<title>added</title>")
     refresh(site, index, server)
     summary = harvest(server, out)
-    new = records(out)[before:]
+    new = listed_records(out)[before:]
     fetched = [h["WARC-Target-URI"] for t, h, _c in new if t == "response"]
     assert sorted(fetched) == sorted([url_of(server, edited), url_of(server, "news/added.html")])
     revisits = [h for t, h, _c in new if t == "revisit"]
@@ -147,7 +150,7 @@ def test_incremental_fetches_only_the_changes(served, tmp_path: Path) -> None:  
 def test_didl_strategy_stores_carried_resources(served, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     site, _index, server = served
     summary = harvest(server, tmp_path / "out", oai_strategy="didl")
-    recs = records(tmp_path / "out")
+    recs = listed_records(tmp_path / "out")
     endpoint = f"{server.url}/oai?"
     carried = {
         h["WARC-Target-URI"]: c
@@ -268,7 +271,7 @@ def test_sigkill_at_any_moment_then_rerun_finishes(
         endpoint = f"{server.url}/oai?"
     responses = Counter(
         h["WARC-Target-URI"]
-        for t, h, _c in records(out)
+        for t, h, _c in listed_records(out)
         if t in ("response", "resource") and not h["WARC-Target-URI"].startswith(endpoint)
     )
     assert set(responses) == expected, "no holes"

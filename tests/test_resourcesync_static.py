@@ -20,7 +20,7 @@ from lxml import etree
 from bench.crawl import serving
 from server_module.cli import main as provider_main
 from tests.sites import Manifest, make_site
-from tests.test_harvest import records
+from tests.test_harvest import listed_records, records
 
 BIN = Path(sys.executable).parent
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -67,7 +67,7 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
     out = tmp_path / "out"
     summary = first = harvest(base, out)
     assert summary["endpoint"] == f"{base}/capabilitylist.xml"
-    recs = records(out)
+    recs = listed_records(out)
     responses = [h["WARC-Target-URI"] for t, h, _c in recs if t == "response"]
     expected = {url_of(base, p) for p in site.public}
     assert Counter(responses) == Counter(expected), "each listed file exactly once"
@@ -85,7 +85,7 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
     publish(site, base, state)
     before = len(recs)
     summary = harvest(base, out)
-    new = records(out)[before:]
+    new = listed_records(out)[before:]
     fetched = [h["WARC-Target-URI"] for t, h, _c in new if t == "response"]
     assert sorted(fetched) == sorted([url_of(base, edited), url_of(base, "unlinked-new.txt")])
     notes = [c for t, _h, c in new if t == "metadata" and b"deletion" in c]
@@ -96,7 +96,7 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
     assert (again["fetched"], again["unchanged"], again["deleted"]) == (0, 0, 0)
     # the start URL, which no list names, by each run: new, then unchanged (issue 32, item 4)
     assert [s["seed"] for s in (first, summary, again)] == ["fetched", "unchanged", "unchanged"]
-    home = [t for t, h, _c in records(out, seed=True) if h.get("WARC-Target-URI") == base + "/"]
+    home = [t for t, h, _c in records(out) if h.get("WARC-Target-URI") == base + "/"]
     assert [t for t in home if t != "request"] == ["response", "revisit", "revisit"]
 
 
