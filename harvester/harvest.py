@@ -44,7 +44,7 @@ from harvester.politeness import Pacer
 from harvester.resourcesync import ResourceSyncSource
 from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog
-from harvester.seed import capture_seed, seed_url
+from harvester.seed import capture, seed_url
 from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
 from harvester.storage.protocol import Lease, State
@@ -234,7 +234,7 @@ class Harvest:
         """The start URL, captured by every listed run (:mod:`harvester.seed`)."""
         url = seed_url(self.settings.site_url, self.summary.endpoint)
         if url is not None and not self._expired():
-            asyncio.run(capture_seed(fetch, url))
+            capture(fetch, url, self._worker(), self._started_at)
 
     async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
         """Records mode on a state many workers share: one worker at a time ingests, holding
@@ -315,8 +315,8 @@ class Harvest:
                 if not taken:  # its hosts' work is not this worker's to do (a bug): stop
                     log.warning("leased hosts with nothing to fetch: %s", sorted(job.hosts))
                     break
+        self._seed(fetch)
         if turn is not None:
-            self._seed(fetch)
             if list_complete and not self._expired():
                 lister.advance_from()
             job.end_turn(turn)

@@ -11,16 +11,19 @@ redirect is archived as it is, not followed: its target is captured when a list 
 The seed is none of the site's listed resources: it keeps its own row in the state (status
 ``seed``, :meth:`~harvester.storage.protocol.ResourceStore.remember_seed`), which no count of
 the site includes, and its own ``seed`` field in the run's summary: ``fetched``,
-``unchanged``, ``HTTP 404`` (an error answer, archived as it is, as any 404) or ``failed``
+``unchanged``, ``http-404`` (an error answer, archived as it is, as any 404) or ``failed``
 (no answer; a warning). Neither changes the exit code, and its bytes are not in the
 summary's ``bytes``. It is not captured when ``SITE`` is the endpoint itself, or a URL a
-list names (then it is a listed resource like any other). In a shared job the worker that
-lists (holding the endpoint's list turn) captures it.
+list names (then it is a listed resource like any other). In a shared job one worker
+captures it a run: each worker takes the lease ``seed:URL`` in turn, and the one that finds
+no capture made since its own start fetches it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 
 from harvester.archive.recorder import conditional_headers
@@ -30,6 +33,7 @@ from harvester.storage.protocol import Resource
 
 log = logging.getLogger(__name__)
 SEED = "seed"  # the status of the seed's row in the state
+TURN = "seed:"  # the lease a worker of a shared job holds while it looks at the seed
 
 
 def seed_url(site_url: str, endpoint: str | None) -> str | None:
@@ -50,15 +54,34 @@ def seed_url(site_url: str, endpoint: str | None) -> str | None:
     return url
 
 
-async def capture_seed(fetch: ListedFetch, url: str) -> None:
+def capture(fetch: ListedFetch, url: str, worker: str, started: float) -> None:
+    """Capture the seed ``url`` for a run that began at ``started``; in a shared job, under
+    its lease, and only when no other worker of the run has captured it already."""
+    leases, site = fetch.state.leases, fetch.settings.site_url
+    if leases is None:
+        asyncio.run(capture_seed(fetch, url))
+        return
+    turn = leases.claim(site, TURN + url, worker)
+    if turn is None:
+        log.debug("%s: another worker captures the seed", url)
+        return
+    try:
+        asyncio.run(capture_seed(fetch, url, since=started))
+    finally:
+        leases.release(site, turn)
+
+
+async def capture_seed(fetch: ListedFetch, url: str, since: float | None = None) -> None:
     """Fetch ``url`` once (conditionally, after a first capture) and archive the answer in
     one WARC file, then keep its capture in the state; a list's resource is left to the
-    list, a failure is logged and noted in the summary (the seed is captured again next
-    run)."""
+    list, and so is a seed captured at ``since`` or later (by another worker of the run). A
+    failure is logged and noted in the summary (the seed is captured again next run)."""
     state, summary = fetch.state, fetch.summary
     last = state.get(url)
     if last is not None and last.status != SEED:
         log.debug("%s is a listed resource: no seed of its own", url)
+        return
+    if since is not None and last is not None and _captured_at(last) >= since:
         return
     res = last or _blank(url)
     await fetch.pacer.wait(url)
@@ -78,7 +101,16 @@ async def capture_seed(fetch: ListedFetch, url: str) -> None:
     summary.seed = "unchanged" if unchanged else "fetched"
     if result.status >= 400:  # the site's own answer (no home page): no failure of the run
         log.info("the start URL %s: HTTP %d %s, archived", url, result.status, result.reason)
-        summary.seed = f"HTTP {result.status}"
+        summary.seed = f"http-{result.status}"
+
+
+def _captured_at(res: Resource) -> float:
+    """When ``res`` was last captured (its WARC-Date), in seconds since the epoch; 0 if
+    never."""
+    try:
+        return datetime.fromisoformat(res.warc_date or "").timestamp()
+    except ValueError:
+        return 0.0
 
 
 def _blank(url: str) -> Resource:

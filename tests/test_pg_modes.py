@@ -14,6 +14,7 @@ from tests.conftest import start_provider
 from tests.pgcluster import PGCluster
 from tests.servers import start_wsgi
 from tests.sites import make_site
+from tests.test_harvest import records
 
 PYTHON = [sys.executable, "-m", "harvester.cli"]
 
@@ -89,3 +90,26 @@ def test_a_watch_polls_a_provider_backed_site_on_postgresql(
     with start_provider(site.root, tmp_path / "index.sqlite") as server:
         summary = _watch(server.url, tmp_path / "w", pg_cluster.new_database(), "--max-time", "5")
     assert summary["polls"] >= 2 and summary["changed"] > 5, summary  # the first poll's files
+
+
+def test_a_listed_job_of_two_workers_captures_its_seed_once_a_run(
+    tmp_path: Path, pg_cluster: PGCluster
+) -> None:
+    """The site's root, which no list names, is captured by one worker a run (the one that
+    lists): a response, then a revisit; the state keeps it apart from the listed files."""
+    state = pg_cluster.new_database()
+    site = make_site(tmp_path / "www", pages=10, seed=3)
+    out = tmp_path / "c"
+    with start_provider(site.root, tmp_path / "index.sqlite") as server:
+        for _run in range(2):
+            argv = [*PYTHON, "harvest", server.url, "--out", str(out), "--state", state]
+            done = subprocess.run(
+                [*argv, "--workers", "2", "--quiet"], capture_output=True, text=True, timeout=240
+            )
+            assert done.returncode == 0, done.stderr
+    home = server.url + "/"
+    kinds = [t for t, h, _c in records(out) if h.get("WARC-Target-URI") == home]
+    assert sorted(t for t in kinds if t != "request") == ["response", "revisit"]
+    with open_state(state) as opened:
+        assert opened.get(home).status == "seed"  # type: ignore[union-attr]
+        assert opened.counts(server.url) == {"archived": len(site.public)}
