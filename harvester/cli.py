@@ -418,8 +418,6 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
         keys += ("fetched", "unchanged", "failed", "seconds")  # fetched...: linked resources
     elif summary.get("endpoint") is None:  # a crawl: what it refused and how the seen-test did
         keys = (*keys[1:], "refused", "seen_hit_rate")
-    elif summary.get("seed"):  # a listed run's start URL (harvester/seed.py)
-        keys += ("seed",)
     click.echo("  ".join(f"{k}={summary[k]}" for k in keys))
 
 

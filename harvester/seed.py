@@ -14,9 +14,10 @@ the site includes, and its own ``seed`` field in the run's summary: ``fetched``,
 ``unchanged``, ``http-404`` (an error answer, archived as it is, as any 404) or ``failed``
 (no answer; a warning). Neither changes the exit code, and its bytes are not in the
 summary's ``bytes``. It is not captured when ``SITE`` is the endpoint itself, or a URL a
-list names (then it is a listed resource like any other). In a shared job one worker
-captures it a run: each worker takes the lease ``seed:URL`` in turn, and the one that finds
-no capture made since its own start fetches it.
+list names (then it is a listed resource like any other). In a shared job one worker of
+those that run together captures it: each takes the lease ``seed:URL`` in turn, and one that
+finds a capture made since its own start leaves it (a worker that starts after the others
+are done is a run of its own, and captures it again).
 """
 
 from __future__ import annotations
