@@ -44,6 +44,7 @@ from harvester.politeness import Pacer
 from harvester.resourcesync import ResourceSyncSource
 from harvester.rslisting import ResourceSyncLister
 from harvester.runlog import RunLog
+from harvester.seed import capture, seed_url
 from harvester.settings import HarvestSettings
 from harvester.sharing import SharedJob
 from harvester.storage.protocol import Lease, State
@@ -226,8 +227,15 @@ class Harvest:
         declared = lister.referenced_bytes if isinstance(lister, Lister) else 0
         fetch = self._listed_fetch(recorder, lister)
         fetch_in_processes(fetch, self.settings.fetch_processes, due_bytes=declared)
+        self._seed(fetch)
         if list_complete and not self._expired():
             lister.advance_from()
+
+    def _seed(self, fetch: ListedFetch) -> None:
+        """The start URL, captured by every listed run (:mod:`harvester.seed`)."""
+        url = seed_url(self.settings.site_url, self.summary.endpoint)
+        if url is not None and not self._expired():
+            capture(fetch, url, self._worker(), self._started_at)
 
     async def _ingest(self, endpoint: EndpointInfo, recorder: Recorder) -> None:
         """Records mode on a state many workers share: one worker at a time ingests, holding
@@ -308,6 +316,7 @@ class Harvest:
                 if not taken:  # its hosts' work is not this worker's to do (a bug): stop
                     log.warning("leased hosts with nothing to fetch: %s", sorted(job.hosts))
                     break
+        self._seed(fetch)
         if turn is not None:
             if list_complete and not self._expired():
                 lister.advance_from()

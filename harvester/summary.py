@@ -32,6 +32,9 @@ class Summary:
     broken: int = 0  # records mode: records left out of their page as broken
     lists_failed: int = 0  # records mode: lists that ended in an error
     endpoint: str | None = None
+    seed: str | None = (
+        None  # a listed run's start URL (harvester/seed.py): fetched | unchanged | failed
+    )
     errors: list[str] = field(default_factory=list)
 
     @property

@@ -26,7 +26,7 @@ from harvester.summary import Summary
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site
-from tests.test_harvest import records, url_of
+from tests.test_harvest import listed_records, url_of
 
 PID = re.compile(r"-(\d+)\.warc\.gz$")
 
@@ -64,7 +64,7 @@ def assert_archived_once(
     endpoint = f"{server.url}/oai?"
     responses = Counter(
         h["WARC-Target-URI"]
-        for t, h, _c in records(out)
+        for t, h, _c in listed_records(out)
         if t in kinds and not h["WARC-Target-URI"].startswith(endpoint)
     )
     expected = {url_of(server, p) for p in site.public}
@@ -243,8 +243,9 @@ def test_a_few_large_files_are_fetched_by_a_process_a_core(
     server, size = large_files
     out = tmp_path / "out"
     code, summary, err = run(server, out, "--oai-strategy", strategy)
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "")  # no home page: the seed's 404 is archived, no warning
     assert summary["fetched"] == 25 and summary["bytes"] == 24 * size + 16
+    assert summary["seed"] == "http-404"
     assert len(writers(out)) == min(os.cpu_count() or 1, AUTO_MAX)
     for path in (out / "warcs").iterdir():
         assert verify_warc(path) > 0

@@ -17,7 +17,7 @@ from harvester.listpage import ELIDED_PROFILE
 from harvester.storage.sqlite.state import SQLiteState
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site
-from tests.test_harvest import harvest, records, refresh, url_of
+from tests.test_harvest import harvest, listed_records, records, refresh, url_of
 from tests.watched_provider import read_log
 
 TWO_SETS = ("text:html", "application:pdf")
@@ -138,7 +138,7 @@ def test_didl_keeps_the_providers_validators_for_the_next_conditional_get(tmp_pa
     assert [(e["if_modified_since"], e["if_none_match"], e["status"]) for e in asked] == [
         (served["Last-Modified"], served["ETag"], "304")
     ]
-    recs = records(out)
+    recs = listed_records(out)
     revisits = [h for t, h, _c in recs if t == "revisit" and h["WARC-Profile"] != ELIDED_PROFILE]
     assert [h["WARC-Target-URI"] for h in revisits] == [url]
     assert revisits[0]["WARC-Profile"].endswith("identical-payload-digest")

@@ -64,6 +64,7 @@ def test_the_configured_user_agent_is_what_the_provider_logs(tmp_path: Path) -> 
     ours = [line for line in lines if line.endswith(f'"{AGENT}"')]
     assert any('"GET /oai?verb=ListIdentifiers' in line for line in ours)
     files = [line for line in ours if '"GET /oai?' not in line and "/robots.txt" not in line]
-    assert len(files) == summary.fetched
+    assert len(files) == summary.fetched + 1  # and the seed, the site's root
+    assert any('"GET / HTTP/1.1"' in line for line in files) and summary.seed == "fetched"
     strangers = [line for line in lines if line not in ours]
     assert all('"GET /oai?verb=Identify HTTP/1.1"' in line for line in strangers), strangers

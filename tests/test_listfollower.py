@@ -48,7 +48,7 @@ def lists_and_files(server: RunningServer) -> tuple[list[list[Any]], list[list[A
     query]``."""
     log = answered(server, "requests")
     lists = [r for r in log if r[2] == "/oai" and "verb=List" in r[3]]
-    files = [r for r in log if r[2] != "/oai" and r[2] != "/robots.txt"]
+    files = [r for r in log if r[2] not in ("/oai", "/robots.txt", "/")]  # "/": the seed
     return lists, files
 
 

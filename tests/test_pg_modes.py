@@ -1,6 +1,7 @@
 """Records mode and ``watch`` on a real PostgreSQL state, end to end, as real processes:
 records mode with its default flags (landing pages and files fetched) and with two workers;
-a watch of a crawled site and of a provider-backed site keeping its revisits there."""
+a watch of a crawled site and of a provider-backed site keeping its revisits there; a listed
+job of two workers capturing its seed."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.conftest import start_provider
 from tests.pgcluster import PGCluster
 from tests.servers import start_wsgi
 from tests.sites import make_site
+from tests.test_harvest import records
 
 PYTHON = [sys.executable, "-m", "harvester.cli"]
 
@@ -89,3 +91,39 @@ def test_a_watch_polls_a_provider_backed_site_on_postgresql(
     with start_provider(site.root, tmp_path / "index.sqlite") as server:
         summary = _watch(server.url, tmp_path / "w", pg_cluster.new_database(), "--max-time", "5")
     assert summary["polls"] >= 2 and summary["changed"] > 5, summary  # the first poll's files
+
+
+def test_a_listed_job_of_two_workers_captures_its_seed_at_every_run(
+    tmp_path: Path, pg_cluster: PGCluster
+) -> None:
+    """The site's root, which no list names, is captured by each run of the job: once by
+    workers that run together (the lease ``seed:URL``; a worker that starts after the others
+    are done is a run of its own), first a response, then revisits; the state keeps it apart
+    from the listed files."""
+    state = pg_cluster.new_database()
+    site = make_site(tmp_path / "www", pages=10, seed=3)
+    out = tmp_path / "c"
+    home, seen, per_run = "", set(), []
+    with start_provider(site.root, tmp_path / "index.sqlite") as server:
+        home = server.url + "/"
+        for _run in range(2):
+            argv = [*PYTHON, "harvest", server.url, "--out", str(out), "--state", state]
+            done = subprocess.run(
+                [*argv, "--workers", "2", "--quiet"], capture_output=True, text=True, timeout=240
+            )
+            assert done.returncode == 0, done.stderr
+            new = sorted(
+                (h["WARC-Date"], t, h["WARC-Record-ID"])
+                for t, h, _c in records(out)
+                if h.get("WARC-Target-URI") == home
+                and t != "request"
+                and h["WARC-Record-ID"] not in seen
+            )
+            seen.update(rec_id for _d, _t, rec_id in new)
+            per_run.append([t for _d, t, _id in new])
+    assert [kinds[0] for kinds in per_run] == ["response", "revisit"]
+    assert all(1 <= len(kinds) <= 2 for kinds in per_run), per_run  # at most one a worker
+    assert set(per_run[0][1:] + per_run[1]) == {"revisit"}
+    with open_state(state) as opened:
+        assert opened.get(home).status == "seed"  # type: ignore[union-attr]
+        assert opened.counts(server.url) == {"archived": len(site.public)}

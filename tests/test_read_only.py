@@ -81,21 +81,22 @@ def test_status_verify_report_wacz_and_didl_read_a_read_only_collection(
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)["collections"][0]
     assert found["resources"]["archived"] == len(collection.site.public)
+    seeded = len(collection.site.public) + 1  # captures: the files and the root (the seed)
 
     done = read_only(frozen, "verify", str(frozen), "--quiet", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["captures"] == len(collection.site.public)
+    assert json.loads(done.stdout)["captures"] == seeded
 
     done = read_only(frozen, "report", str(frozen), "--to", str(tmp_path / "r.html"), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["captures"] == len(collection.site.public)
+    assert json.loads(done.stdout)["captures"] == seeded
 
     wacz = tmp_path / "c.wacz"
     done = read_only(frozen, "wacz", str(frozen), "--to", str(wacz), "--quiet", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["captures"] == len(collection.site.public)
+    assert json.loads(done.stdout)["captures"] == seeded
 
     done = read_only(frozen, "didl", str(frozen), "--to", str(tmp_path / "didl"), "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["didl"] == len(collection.site.public)
+    assert json.loads(done.stdout)["didl"] == seeded
     assert _snapshot(frozen) == before

@@ -35,6 +35,7 @@ from warcio.archiveiterator import ArchiveIterator
 from coop_common.exitcode import ExitCode
 from harvester.archive.didl import DIDL_NS, PRES_NS
 from harvester.cli import main
+from harvester.runlog import RunLog
 from server_module.index import FileIndex
 from tests.conftest import start_provider
 from tests.pywb import replay
@@ -203,8 +204,37 @@ def test_listed_get_rerun_replays_every_capture(site, tmp_path: Path) -> None:  
     assert kinds_of(served.out, touched) == ["response", "revisit"]
     assert captured[touched] == {200}
     assert_revisit_didl(served.out, touched)
+    assert_seed(served, server.url + "/")
     assert_wellformed(served.out)
     assert_replays(served, tmp_path)
+
+
+def assert_seed(served: Served, home: str) -> None:
+    """The start URL (the site's root, which no list names) was captured by both runs, the
+    second a revisit of the first, each to replay as the home page (issue 32, item 4)."""
+    assert kinds_of(served.out, home) == ["response", "revisit"]
+    assert {
+        (status, body) for url, _t, status, body in served.expected.values() if url == home
+    } == {(200, PAGES["index.html"])}
+    assert_revisit_didl(served.out, home)
+
+
+def run_counts(out: Path) -> list[dict[str, object]]:
+    """The counts of each run in ``runs.jsonl``, in order."""
+    return [run.counts for run in RunLog(out).runs()]
+
+
+def test_the_seed_is_no_listed_resource(site, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The listed counts are the listed files' alone: the seed has a field of its own."""
+    root, server = site
+    served = Served(tmp_path / "seed", server, root)
+    served.run()
+    served.run()
+    first, second = run_counts(served.out)
+    assert (first["listed"], first["fetched"], first["known"]) == (len(PAGES),) * 3
+    assert (first["archived"], first["seed"]) == (len(PAGES), "fetched")
+    assert (second["fetched"], second["unchanged"], second["seed"]) == (0, 0, "unchanged")
+    assert second["known"] == len(PAGES)
 
 
 def assert_revisit_didl(out: Path, url: str) -> None:
@@ -252,14 +282,16 @@ def test_didl_strategy_rerun_replays_every_capture(site, tmp_path: Path) -> None
     touched = server.url + "/touched.html"
     assert kinds_of(served.out, touched) == ["response", "revisit"]  # not a second copy
     assert_revisit_didl(served.out, touched)
-    assert_carried_notes(served.out)
+    assert_seed(served, server.url + "/")
+    assert_carried_notes(served.out, server.url + "/")
     assert_wellformed(served.out)
     assert_replays(served, tmp_path)
 
 
-def assert_carried_notes(out: Path) -> None:
-    """Every record carried in an ``oai_didl`` record has a concurrent metadata note naming
-    the list page its head and bytes came from, and the provider's address."""
+def assert_carried_notes(out: Path, seed: str) -> None:
+    """Every record carried in an ``oai_didl`` record (all but the list pages and the
+    ``seed``, fetched) has a concurrent metadata note naming the list page its head and bytes
+    came from, and the provider's address."""
     records = warc_records(out)
     notes = {
         h["WARC-Concurrent-To"]: (h, b)
@@ -269,7 +301,9 @@ def assert_carried_notes(out: Path) -> None:
     carried = [
         (h, notes.get(h["WARC-Record-ID"]))
         for k, h, _b in records
-        if k in ("response", "revisit", "resource") and "/oai?" not in h["WARC-Target-URI"]
+        if k in ("response", "revisit", "resource")
+        and "/oai?" not in h["WARC-Target-URI"]
+        and h["WARC-Target-URI"] != seed
     ]
     assert carried
     for head, note in carried:

@@ -20,7 +20,7 @@ from lxml import etree
 from bench.crawl import serving
 from server_module.cli import main as provider_main
 from tests.sites import Manifest, make_site
-from tests.test_harvest import records
+from tests.test_harvest import listed_records, records
 
 BIN = Path(sys.executable).parent
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -65,9 +65,9 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
     site, base, state = static_site
     assert not (site.root / "oai").exists()
     out = tmp_path / "out"
-    summary = harvest(base, out)
+    summary = first = harvest(base, out)
     assert summary["endpoint"] == f"{base}/capabilitylist.xml"
-    recs = records(out)
+    recs = listed_records(out)
     responses = [h["WARC-Target-URI"] for t, h, _c in recs if t == "response"]
     expected = {url_of(base, p) for p in site.public}
     assert Counter(responses) == Counter(expected), "each listed file exactly once"
@@ -85,7 +85,7 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
     publish(site, base, state)
     before = len(recs)
     summary = harvest(base, out)
-    new = records(out)[before:]
+    new = listed_records(out)[before:]
     fetched = [h["WARC-Target-URI"] for t, h, _c in new if t == "response"]
     assert sorted(fetched) == sorted([url_of(base, edited), url_of(base, "unlinked-new.txt")])
     notes = [c for t, _h, c in new if t == "metadata" and b"deletion" in c]
@@ -94,6 +94,10 @@ def test_auto_mode_harvests_a_static_source_then_its_changes(
 
     again = harvest(base, out)  # the last second's changes are read again, not fetched again
     assert (again["fetched"], again["unchanged"], again["deleted"]) == (0, 0, 0)
+    # the start URL, which no list names, by each run: new, then unchanged (issue 32, item 4)
+    assert [s["seed"] for s in (first, summary, again)] == ["fetched", "unchanged", "unchanged"]
+    home = [t for t, h, _c in records(out) if h.get("WARC-Target-URI") == base + "/"]
+    assert [t for t in home if t != "request"] == ["response", "revisit", "revisit"]
 
 
 def test_each_run_adds_a_change_list_and_big_lists_split(

@@ -112,3 +112,22 @@ def test_a_version_listed_in_a_second_format_is_changed_once(state_url: str) -> 
             ("marc", b"<marc/>"),
             ("oai_dc", b"<dc2/>"),
         ]
+
+
+def test_the_seed_keeps_its_last_capture_and_is_no_counted_resource(state_url: str) -> None:
+    """A listed run's start URL (``harvester/seed.py``): its last capture is kept, replaced
+    by the next, counted nowhere, fetched by no list; a URL a list named is left alone."""
+    with open_state(state_url) as state:
+        state.add_pending(SITE, [SITE + "index.html"])
+        state.remember_seed(SITE, SITE, _capture("<urn:uuid:1>"))
+        state.remember_seed(SITE, SITE, _capture("<urn:uuid:2>"))
+        seed = state.get(SITE)
+        assert seed is not None and (seed.status, seed.record_id) == ("seed", "<urn:uuid:2>")
+        assert (seed.sha1, seed.warc_file, seed.http_status) == ("ab", "a.warc.gz", 200)
+        assert state.counts(SITE) == {"pending": 1}
+        assert [r.url for r in state.resources(SITE, ("pending", "failed"))] == [
+            SITE + "index.html"
+        ]
+        state.remember_seed(SITE, SITE + "index.html", _capture("<urn:uuid:3>"))
+        listed = state.get(SITE + "index.html")
+        assert listed is not None and (listed.status, listed.record_id) == ("pending", None)

@@ -60,6 +60,7 @@ def test_a_change_on_a_provider_backed_site_is_archived_within_seconds(tmp_path:
     assert took is not None, "the changed file was not archived within 8 s"
     assert proc.returncode == 0, stderr.decode()
     summary = json.loads(stdout)
-    archived = {path for (kind, path) in records(out) if kind == "response"}
+    # the site's files; its root, the seed every run fetches besides, is counted apart
+    archived = {path for (kind, path) in records(out) if kind == "response" and path != "/"}
     assert len(archived) > 5  # the site's files, each archived once at the first poll
     assert summary["changed"] >= len(archived) + 1, summary  # then the change: all counted

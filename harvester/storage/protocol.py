@@ -58,6 +58,9 @@ Resource statuses::
     gone       answered 404 or 410 twice in a row (``harvester/failures.py``): a listed version
                is not fetched again, a crawled URL only when a crawl finds its link again;
                earlier captures are kept
+    seed       the start URL of a listed harvest (``harvester/seed.py``), not itself listed:
+               its last capture, fetched again by every run; no resource of the site's
+               counts (:meth:`ResourceStore.counts` leaves it out)
 
 A list's state is ``idle`` (no list under way), ``active`` (under way: its ``from``, the token
 of its next page and the responseDate of its first page, saved with every page) or ``listed``
@@ -222,6 +225,10 @@ class ResourceStore(Protocol):
     def mark_gone(self, url: str, http_status: int) -> None: ...
 
     def remember_capture(self, url: str, capture: Capture) -> None: ...
+
+    def remember_seed(self, site: str, url: str, capture: Capture) -> None:
+        """Keep ``capture`` as the last of the site's start URL (status ``seed``); a row a
+        list made for that URL is left alone."""
 
     def known_record_ids(self, record_ids: Iterable[str]) -> set[str]: ...
 

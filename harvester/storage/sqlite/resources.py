@@ -141,8 +141,11 @@ class SQLiteResources(SQLiteConnection):
         return int(row[0])
 
     def counts(self, site: str) -> dict[str, int]:
+        """The site's resources by status; its seed is none of them."""
         rows = self.db.execute(
-            "SELECT status, COUNT(*) FROM resources WHERE site=? GROUP BY status", (site,)
+            "SELECT status, COUNT(*) FROM resources WHERE site=? AND status <> 'seed'"
+            " GROUP BY status",
+            (site,),
         )
         return {status: n for status, n in rows}
 
@@ -183,6 +186,23 @@ class SQLiteResources(SQLiteConnection):
         """Keep what a capture was (for revisit detection) without calling it archived."""
         self.db.execute(
             f"UPDATE resources SET {_CAPTURE} WHERE url=?", (*_capture_args(capture), url)
+        )
+
+    def remember_seed(self, site: str, url: str, capture: Capture) -> None:
+        """Keep the last capture of the site's start URL, unless a list names that URL (a
+        listed resource's row is left alone)."""
+        self.db.execute(
+            "INSERT INTO resources (url, site, status, http_status, updated, record_id,"
+            " warc_file, warc_offset, warc_length, warc_date, payload_digest, sha1, sha256,"
+            " etag, last_modified) VALUES (?,?,'seed',?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (url) DO UPDATE SET site=excluded.site,"
+            " http_status=excluded.http_status, updated=excluded.updated,"
+            " record_id=excluded.record_id, warc_file=excluded.warc_file,"
+            " warc_offset=excluded.warc_offset, warc_length=excluded.warc_length,"
+            " warc_date=excluded.warc_date, payload_digest=excluded.payload_digest,"
+            " sha1=excluded.sha1, sha256=excluded.sha256, etag=excluded.etag,"
+            " last_modified=excluded.last_modified WHERE resources.status='seed'",
+            (url, site, capture.http_status, time.time(), *_capture_args(capture)),
         )
 
     def mark_failed(self, url: str, error: str, http_status: int | None = None) -> None:
