@@ -1,7 +1,8 @@
 """The peer of ``bench provider``: the best ListIdentifiers server the ``oaipmh`` package allows.
 
 ``oaipmh.server.BatchingServer`` over an in-memory list of the same headers, read once from the
-provider's own :class:`~server_module.index.FileIndex` and already in (datestamp, identifier)
+provider's own :class:`~server_module.index.fileindex.FileIndex` and already in (datestamp,
+identifier)
 order, so a page is a slice at the token's cursor. A minimal WSGI app hands the arguments (of
 the query, or of a POST's form body) to ``handleRequest`` and returns its bytes; gunicorn
 serves it with one sync worker, as the provider is served.
@@ -22,7 +23,7 @@ from gunicorn.app.base import BaseApplication
 from oaipmh import common, error
 from oaipmh.server import BatchingServer
 
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from server_module.records import set_specs_for
 
 OAI_DC = (

@@ -21,7 +21,7 @@ BUCKETS: list[tuple[str, str, tuple[str, ...]]] = [
     (STARTUP, "path", ("<frozen importlib",)),
     (STARTUP, "none", ("Harvest.run ",)),
     ("CDXJ index (lines made as records are written; files read back)", "path",
-     ("Harvest._index ", "harvester/archive/cdx.py")),
+     ("Harvest._index ", "harvester/archive/cdx/index.py")),
     ("fsync of each WARC group (--durable only)", "leaf", ("RotatingWARCWriter.write_group",)),
     ("gzip (warcio: a new level-9 compressor per record)", "leaf", ("GzippingWrapper.",)),
     ("DIDL records", "path", ("harvester/archive/didl.py", "Recorder._didl ")),
@@ -29,10 +29,10 @@ BUCKETS: list[tuple[str, str, tuple[str, ...]]] = [
      ("harvester/archive/warc.py", "harvester/archive/recorder.py")),
     ("link extraction", "path", ("harvester/crawl/links.py", "harvester/crawl/bodytext.py")),
     ("SQLite state", "path", ("harvester/storage/",)),
-    ("HTTP fetch (aiohttp)", "path", ("harvester/fetch.py",)),
+    ("HTTP fetch (aiohttp)", "path", ("harvester/http/fetch.py",)),
     ("seen-URL test", "path",
-     ("harvester/crawl/seen.py", "harvester/crawl/clockcache.py",
-      "harvester/crawl/fingerprintfile.py")),
+     ("harvester/crawl/seen/seenset.py", "harvester/crawl/seen/clockcache.py",
+      "harvester/crawl/seen/fingerprintfile.py")),
     ("frontier, scope, scores, scheduler", "path", ("harvester/crawl/",)),
 ]  # fmt: skip
 OTHER = "event loop, sockets, other"

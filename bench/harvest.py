@@ -42,7 +42,7 @@ from yarl import URL
 from bench.harness import Report, median, run_child
 from harvester.settings import defaults as harvest_defaults
 from harvester.storage.sqlite.state import SQLiteState
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
 from tests.sites import Manifest, make_site
 

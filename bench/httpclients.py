@@ -2,7 +2,7 @@
 
 ``python -m bench httpclients [--files 20000] [--runs 3] [--connections 8]``
 
-Why the fetcher has its own transport (:mod:`harvester.connectionpool`): each contender GETs
+Why the fetcher has its own transport (:mod:`harvester.http.connectionpool`): each contender GETs
 every file of a ``tests.sites.make_site`` site, served by ``oai-provider serve`` (gunicorn,
 2 workers x 4 threads) over loopback, on ``--connections`` kept-alive connections in one
 process, reading each body whole. The runs alternate. CPU is the process's (``process_time``)
@@ -11,7 +11,7 @@ over the fetches alone, so interpreter start-up and imports do not count.
 - ``aiohttp``: a ``ClientSession`` (the fetcher's transport until session 10);
 - ``h11``: asyncio protocols parsing with h11 (the pure-Python parser of httpcore and uvicorn);
 - ``httptools``: asyncio protocols parsing with httptools (llhttp), nothing else: the floor;
-- ``fetcher``: :class:`harvester.fetch.Fetcher`, robots.txt, retries, limits and all.
+- ``fetcher``: :class:`harvester.http.fetch.Fetcher`, robots.txt, retries, limits and all.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ import httptools
 
 from bench.harness import Report
 from bench.harvest import OUT, fresh_site, providing
-from harvester.fetch import Fetcher
-from harvester.limits import fetch_settings
+from harvester.http.fetch import Fetcher
+from harvester.http.limits import fetch_settings
 from harvester.settings import defaults
 
 COLUMNS = ["client", "CPU ms a response", "ratio to httptools", "responses/s", "answered 200"]

@@ -24,7 +24,7 @@ from PIL import Image
 
 from bench.harness import Report
 from server_module.app import plugin_runner
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from server_module.settings import load_settings
 
 OUT = Path(__file__).resolve().parent / "out" / "plugins"
@@ -192,7 +192,7 @@ def run(argv: list[str]) -> Report:
 
 
 def _mime(path: Path) -> str:
-    from server_module.filemeta import guess_mime
+    from server_module.index.filemeta import guess_mime
 
     return guess_mime(str(path.name).encode())
 

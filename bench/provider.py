@@ -34,7 +34,7 @@ from bench import firstpage
 from bench.firstpage import FirstPageTimes
 from bench.harness import Report, alternate, median
 from bench.workers import vm_hwm_kib, worker_peak_rss_mb
-from server_module.index import FileIndex, RefreshStats
+from server_module.index.fileindex import FileIndex, RefreshStats
 from tests.servers import HOST, RunningServer, free_port, wait_until_answers
 from tests.sites import make_site
 

@@ -3,7 +3,7 @@
 Reproduces the comparison of Cao, Jiang & Singh ("Scheduling Web Crawl for Better Performance
 and Quality"): breadth-first, performance-first, quality-first and capability scheduling crawl
 the same synthetic web for the same simulated time, through the real
-:mod:`harvester.crawl.scheduling` and :mod:`harvester.crawl.quality`, and we count the true
+:mod:`harvester.crawl.twolevel` and :mod:`harvester.crawl.quality`, and we count the true
 quality of the pages each has fetched at checkpoints of the time budget.
 
 The model (deterministic for a given ``--seed``; no sockets, a simulated clock):
@@ -44,7 +44,7 @@ from typing import Any
 
 from bench.harness import Report
 from harvester.crawl.quality import OPICScorer, Outlink, PageState
-from harvester.crawl.scheduling import SCHEDULERS, Politeness, QueuedURL, Scheduler, make_scheduler
+from harvester.crawl.twolevel import SCHEDULERS, Politeness, QueuedURL, Scheduler, make_scheduler
 
 CHECKPOINTS = (0.10, 0.25, 0.50, 0.75, 1.00)
 MODELS = {"opic": "quality", "backlinks": "backlinks"}  # model -> the score it orders by

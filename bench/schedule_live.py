@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 from warcio.archiveiterator import ArchiveIterator
 
 from bench.harness import Report
-from harvester.crawl.scheduling import SCHEDULERS
+from harvester.crawl.twolevel import SCHEDULERS
 from tests.multihost import Web, start_web, synthetic_web
 from tests.servers import RunningServer
 

@@ -1,6 +1,6 @@
 """``python -m bench seen [--urls N] [--tests T] [--trace-hosts H] [--trace-links L] ...``
 
-The seen-URL set (:mod:`harvester.crawl.seen`) at scale, after Broder, Najork & Wiener,
+The seen-URL set (:mod:`harvester.crawl.seen.seenset`) at scale, after Broder, Najork & Wiener,
 "Efficient URL caching for World Wide Web crawling" (WWW 2003):
 
 1. N synthetic URLs (Zipf over 10,000 hosts, a few path segments and an id) are inserted with
@@ -37,9 +37,9 @@ from pathlib import Path
 
 from bench._seenreport import COLUMNS, curve_rows, figures, notes, scale_rows
 from bench.harness import Report
-from harvester.crawl.clockcache import ClockCache
-from harvester.crawl.fingerprintfile import filter_size
-from harvester.crawl.seen import SeenSet, fingerprint
+from harvester.crawl.seen.clockcache import ClockCache
+from harvester.crawl.seen.fingerprintfile import filter_size
+from harvester.crawl.seen.seenset import SeenSet, fingerprint
 
 OUT = Path(__file__).resolve().parent / "out" / "seen"
 FLUSH_EVERY = 1_000_000  # the SeenSet default buffer size

@@ -1,6 +1,6 @@
 """``python -m bench slowlist [--files N] [--page-hold S] [--runs K]``
 
-Fetching while a slow list is read (:mod:`harvester.listfollower`), side by side with the
+Fetching while a slow list is read (:mod:`harvester.listed.follower`), side by side with the
 same harvester fetching only after the list (``bench/_listafter.py``), as a remote provider
 would make it: the project's provider holds each list page ``--page-hold`` seconds (pages of
 1,000 identifiers; ``tests/counting_provider.py`` under werkzeug's threaded server, over

@@ -1,5 +1,5 @@
 """What a process the harvester forks does first: the fetching shares
-(:mod:`harvester.fetchshards`) and the crawl's archiving process
+(:mod:`harvester.listed.shards`) and the crawl's archiving process
 (:mod:`harvester.crawl.archivist`).
 
 A child never returns into the parent's stack: it ends with ``os._exit``, so neither the

@@ -2,8 +2,8 @@
 
 Environment variables are ``HARVESTER_<FIELD>`` (upper case), e.g. ``HARVESTER_CONCURRENCY=8``;
 a TOML file (``--config``) holds the same field names at top level. The fetcher's and the
-OAI-PMH client's limits are fields here too; :func:`harvester.fetch.fetch_settings` and
-:func:`harvester.oaihttp.oai_limits` build their settings from these.
+OAI-PMH client's limits are fields here too; :func:`harvester.http.fetch.fetch_settings` and
+:func:`harvester.oai.httpclient.oai_limits` build their settings from these.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ class HarvestSettings:
     mode: str = "auto"  # auto | oai | records | resourcesync | crawl
     sets: tuple[str, ...] = ()
     oai_strategy: str = "get"  # get | didl
-    # Format identification of each payload in its DIDL record (harvester/archive/identify.py):
+    # Format identification of each payload in its DIDL record
+    # (harvester/archive/formatid/identifier.py):
     # auto (magic for the crawl, ResourceSync and records mode, which have no provider's DIDL)
     # | off | magic (libmagic) | pronom (also fido's PRONOM PUID, 5-80 ms a resource).
     identify: str = "auto"
@@ -88,7 +89,7 @@ class HarvestSettings:
     browser_page_time: float = 30.0  # seconds a page may load, scroll and be read
     browser_max_requests: int = 1000  # answers recorded per page; later requests are refused
     browser_max_rss: int = 1024 * 1024 * 1024  # bytes the browser may hold before a restart
-    # -- the resource fetcher (harvester.fetch); times in seconds, sizes in bytes --
+    # -- the resource fetcher (harvester.http.fetch); times in seconds, sizes in bytes --
     connect_timeout: float = 10.0
     read_timeout: float = 30.0  # the longest a body may stall
     fetch_deadline: float = 120.0  # for one response, from the request to the body's end
@@ -103,7 +104,7 @@ class HarvestSettings:
     robots_max_size: int = 500 * 1024
     robots_ttl: float = 24 * 3600.0
     robots_error_ttl: float = 300.0  # an unreadable robots.txt disallows all this long
-    # -- the OAI-PMH client (harvester.oaihttp) --
+    # -- the OAI-PMH client (harvester.oai.httpclient) --
     oai_timeout: float = 30.0  # connect and per read
     oai_deadline: float = 300.0  # seconds one OAI-PMH request may take, its retries included
     oai_max_bytes: int = 64 * 1024 * 1024  # a response's body, also after decompression
@@ -255,7 +256,7 @@ def _check_url(name: str, url: str) -> None:
 def _check_datestamp(name: str, value: str) -> None:
     """ValueError unless ``value`` is an OAI-PMH datestamp (``YYYY-MM-DD[Thh:mm:ssZ]``)."""
     from harvester.exceptions import ProtocolError
-    from harvester.oaidates import parse_oai_datestamp
+    from harvester.oai.dates import parse_oai_datestamp
 
     try:
         parse_oai_datestamp(value)

@@ -33,7 +33,7 @@ class Summary:
     lists_failed: int = 0  # records mode: lists that ended in an error
     endpoint: str | None = None
     seed: str | None = (
-        None  # a listed run's start URL (harvester/seed.py): fetched | unchanged | failed
+        None  # a listed run's start URL (harvester/listed/seed.py): fetched | unchanged | failed
     )
     errors: list[str] = field(default_factory=list)
 

@@ -4,7 +4,7 @@ It opens (and refreshes) the file index, builds the repository, and mounts the O
 endpoint and the ResourceSync documents (:mod:`server_module.resourcesync`); with
 ``serve_files`` (the default) it also serves the site's files, otherwise the web server in
 front (nginx, Apache) serves them and proxies only the endpoint and the documents. A plain
-file GET is answered before Flask (:mod:`server_module.filegate`).
+file GET is answered before Flask (:mod:`server_module.files.gate`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Any
 
 from flask import Flask
 
-from server_module.filegate import FileGate
+from server_module.files.gate import FileGate
 from server_module.formats import FormatRegistry, default_registry
-from server_module.index import FileIndex, default_index_path
-from server_module.indexlock import IndexLock
+from server_module.index.fileindex import FileIndex, default_index_path
+from server_module.index.lock import IndexLock
+from server_module.index.refresher import Refresher
 from server_module.plugins.child import Limits
 from server_module.plugins.lineup import lineup
 from server_module.plugins.runner import PluginRunner
-from server_module.refresher import Refresher
 from server_module.repository import Repository
 from server_module.resourcesync.ledger import default_ledger_path
 from server_module.resourcesync.source import Source
@@ -46,7 +46,7 @@ def create_app(
 ) -> Flask:
     """Build the provider; settings layer as defaults < ``config_file`` < env < arguments.
 
-    The index is locked first, shared (:mod:`server_module.indexlock`), for as long as the
+    The index is locked first, shared (:mod:`server_module.index.lock`), for as long as the
     application lives; ``lock=False`` when the caller holds the lock (``serve``'s workers).
     """
     settings = load_settings(config_file=config_file, docroot=docroot, base_url=base_url, **flags)

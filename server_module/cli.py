@@ -117,10 +117,10 @@ def index(docroot: Path, **flags: Any) -> int:
     """Refresh DOCROOT's index once; print what changed and the symlinks out of the root it
     did not follow. Refused while a provider serves the index (it refreshes it itself)."""
     from server_module.app import file_index
-    from server_module.index import default_index_path
-    from server_module.indexlock import IndexLock
+    from server_module.index.fileindex import default_index_path
+    from server_module.index.lock import IndexLock
+    from server_module.index.scan import outside_report
     from server_module.preflight import check_index_folder
-    from server_module.scan import outside_report
 
     settings = _settings(docroot, flags)
     path = settings.index_path or default_index_path(docroot)

@@ -20,7 +20,7 @@ __all__ = ["BaseURLChange", "IndexBusy", "IndexSchemaError", "StartupError"]
 
 
 class IndexSchemaError(RuntimeError):
-    """The index file has a schema version other than :mod:`server_module.indexschema`'s."""
+    """The index file has a schema version other than :mod:`server_module.index.schema`'s."""
 
 
 class StartupError(RuntimeError):

@@ -11,7 +11,7 @@ and appears in the next incremental harvest. Any page costs the same as the firs
 responseDate of the first page, which waits for a refresh's commit in flight
 (``snapshot(settled=True)``): every row that becomes visible later is stamped T or after, so
 a harvest ``from=T`` exactly finds it. The items of a first page are made once for every
-harvest of the same list, until a refresh changes the index (:mod:`server_module.firstpages`).
+harvest of the same list, until a refresh changes the index (:mod:`server_module.lists.firstpages`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from server_module.contentcoding import Kept
-from server_module.firstpages import FirstPages, ListStart
 from server_module.formats import FormatContext, FormatRegistry, MetadataFormat
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
+from server_module.index.snapshot import Selection, Snapshot
+from server_module.lists.contentcoding import Kept
+from server_module.lists.firstpages import FirstPages, ListStart
+from server_module.lists.pagecache import Page, PageCache
 from server_module.oai import render
 from server_module.oai.errors import (
     BadArgument,
@@ -36,10 +38,8 @@ from server_module.oai.errors import (
 )
 from server_module.oai.request import OAIRequest, echo_attributes, parse_request
 from server_module.oai.tokens import ListState, TokenCodec
-from server_module.pagecache import Page, PageCache
 from server_module.records import FileRecord
 from server_module.settings import ProviderSettings
-from server_module.snapshot import Selection, Snapshot
 
 log = logging.getLogger(__name__)
 Pairs = Sequence[tuple[str, str]]

@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 from coop_common.settings import SettingsError, load
 from server_module.formats import INLINE_MAX
+from server_module.index.publicpaths import DEFAULT_EXCLUDES
 from server_module.plugins.builtins import BUILTIN_NAMES
 from server_module.plugins.spec import PluginSpec
-from server_module.publicpaths import DEFAULT_EXCLUDES
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,8 @@
 """The Flask blueprint: the OAI-PMH endpoint, its stylesheet and schemas, and the site's files.
 
 Files are looked up in the index by their exact relative path, never by joining a request path
-onto the document root, and opened through :func:`server_module.files.open_public`, so neither
+onto the document root, and opened through :func:`server_module.files.docroot.open_public`, so
+neither
 ``..`` (plain or percent-encoded, once or twice) nor a symlink to a hidden, excluded or
 outside file reaches a byte that is not public. They are served with exactly the headers the
 ``http_header`` format reports. A folder is answered as nginx answers it: ``/a/`` serves
@@ -22,9 +23,9 @@ from werkzeug.http import parse_accept_header
 from werkzeug.wsgi import wrap_file
 
 from server_module.browserview import html_page, wants_html
-from server_module.contentcoding import coded, negotiate
-from server_module.fileanswer import answer_file, request_relpath
-from server_module.headers import etag
+from server_module.files.answer import answer_file, request_relpath
+from server_module.files.headers import etag
+from server_module.lists.contentcoding import coded, negotiate
 from server_module.oai.errors import BadArgument
 from server_module.oai.render import Envelope, document, errors_body
 from server_module.oai.request import decode_arguments

@@ -2,7 +2,7 @@
 
 The index is locked and refreshed once here, before the workers start; each worker (holding the
 lock it inherited) then opens it without a start-up refresh and keeps it current with its own
-:class:`~server_module.refresher.Refresher`.
+:class:`~server_module.index.refresher.Refresher`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from server_module.app import file_index
-from server_module.index import default_index_path
-from server_module.indexlock import IndexLock
+from server_module.index.fileindex import default_index_path
+from server_module.index.lock import IndexLock
+from server_module.index.scan import outside_report
 from server_module.preflight import check_address, check_index_folder
-from server_module.scan import outside_report
 from server_module.settings import ProviderSettings
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class ProviderServer(BaseApplication):  # type: ignore[misc]
 
 
 def serve_forever(settings: ProviderSettings) -> int:
-    """Check the index's folder, lock the index (:mod:`server_module.indexlock`; the forked
+    """Check the index's folder, lock the index (:mod:`server_module.index.lock`; the forked
     workers inherit the lock), check the address, refresh once, then run gunicorn."""
     path = settings.index_path or default_index_path(settings.docroot)
     check_index_folder(path)

@@ -12,7 +12,7 @@ The other first arguments act in the processes the run forks to fetch a share of
 ``forked:N`` kills such a process after its N-th group; ``forked:slow`` makes each of its
 groups take 50 ms more; ``forked:fail`` makes its first group raise an ArchiveError, as a
 full disk would. ``follower:N``, ``follower:slow`` and ``follower:fail`` act the same in the
-thread that fetches while the list is read (:mod:`harvester.listfollower`) and nowhere else.
+thread that fetches while the list is read (:mod:`harvester.listed.follower`) and nowhere else.
 """
 
 from __future__ import annotations

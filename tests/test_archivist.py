@@ -17,7 +17,7 @@ from harvester.archive.recorder import Recorder, ends_group
 from harvester.archive.repair import repair_open_files, verify_warc
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.archivist import ArchiveProcess
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 from harvester.settings import load_settings
 from harvester.storage.values import Resource
 from tests.conftest import start_provider

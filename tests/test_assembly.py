@@ -13,11 +13,11 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.archive.cdx import CdxIndex
+from harvester.archive.cdx.index import CdxIndex
 from harvester.archive.warc import RotatingWARCWriter
-from harvester.assembly import build_harvest, fetch_settings, warc_prefix, warcinfo
-from harvester.crawlfactory import crawler_factory
-from harvester.harvest import Harvest
+from harvester.run.assembly import build_harvest, fetch_settings, warc_prefix, warcinfo
+from harvester.run.crawlfactory import crawler_factory
+from harvester.run.harvest import Harvest
 from harvester.settings import HarvestSettings, load_settings
 from harvester.storage import open_state
 from harvester.storage.sqlite.state import SQLiteState
@@ -116,7 +116,7 @@ def test_a_harvest_over_oai_pmh_imports_none_of_the_crawl(tmp_path: Path) -> Non
     import sys
 
     probe = (
-        "import sys, harvester.cli, harvester.assembly\n"
+        "import sys, harvester.cli, harvester.run.assembly\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('harvester.crawl.'))))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
@@ -126,7 +126,7 @@ def test_a_harvest_over_oai_pmh_imports_none_of_the_crawl(tmp_path: Path) -> Non
         "harvester.crawl.crawler",
         "harvester.crawl.links",
         "harvester.crawl.frontier",
-        "harvester.crawl.seen",
+        "harvester.crawl.seen.seenset",
     }, loaded
 
 
@@ -165,7 +165,8 @@ def test_records_mode_without_linked_resources_imports_no_fetcher(tmp_path: Path
         "code = main(sys.argv[1:])\n"
         "print(json.dumps({'code': code, 'loaded': sorted(m for m in sys.modules"
         " if m.split('.')[0] == 'aiohttp'"
-        " or m in ('harvester.fetch', 'harvester.crawl.crawler', 'harvester.records.landing'))}))"
+        " or m in ('harvester.http.fetch', 'harvester.crawl.crawler', "
+        "'harvester.records.landing'))}))"
     )
     with start_wsgi("tests.records_repo:repository", {}, ready_path="/_log") as server:
         argv = ["harvest", server.url + "/oai", "--out", str(tmp_path / "c"), "--quiet",

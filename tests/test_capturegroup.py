@@ -30,9 +30,9 @@ from harvester.archive import capturegroup, recordbytes
 from harvester.archive.recordbytes import sha1_base32
 from harvester.archive.recorder import Recorder
 from harvester.archive.repair import verify_warc
-from harvester.exchange import HttpExchange
-from harvester.fetch import Fetcher
-from harvester.limits import fetch_settings
+from harvester.http.exchange import HttpExchange
+from harvester.http.fetch import Fetcher
+from harvester.http.limits import fetch_settings
 from harvester.settings import defaults
 from harvester.storage.protocol import Capture, Resource
 from tests.fixedwriter import fixed_writer

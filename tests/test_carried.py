@@ -1,5 +1,5 @@
 """A file an ``oai_didl`` record carries by value: taken only when its base64 is valid and its
-bytes match the record's SHA-256 (harvester/carried.py)."""
+bytes match the record's SHA-256 (harvester/listed/carried.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from lxml import etree
 
 from harvester.archive.didl import DIDL_NS, PRES_NS
-from harvester.carried import carried_page, carried_resource
-from harvester.oai import OAIClient
-from server_module.index import FileIndex
+from harvester.listed.carried import carried_page, carried_resource
+from harvester.oai.client import OAIClient
+from server_module.index.fileindex import FileIndex
 from tests.conftest import start_provider
 
 BODY = bytes(range(256)) * 5 + b"end"
@@ -56,7 +56,7 @@ def test_a_carried_file_comes_with_its_base64_text_and_sha256() -> None:
 def test_base64_that_is_not_valid_is_fetched_by_reference(
     encoded: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="harvester.carried"):
+    with caplog.at_level(logging.WARNING, logger="harvester.listed.carried"):
         assert carried_resource(didl(encoded)) is None
     assert "undecodable base64" in caplog.text
 
@@ -65,7 +65,7 @@ def test_bytes_that_do_not_match_the_sha256_are_fetched_by_reference(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     encoded = base64.b64encode(BODY).decode()
-    with caplog.at_level(logging.WARNING, logger="harvester.carried"):
+    with caplog.at_level(logging.WARNING, logger="harvester.listed.carried"):
         assert carried_resource(didl(encoded, hashlib.sha256(b"other").hexdigest())) is None
     assert "do not match its digest" in caplog.text
 

@@ -1,4 +1,4 @@
-"""Tests for harvester.archive.cdx: WARCs written with warcio here, indexed, read back."""
+"""Tests for harvester.archive.cdx.index: WARCs written with warcio here, indexed, read back."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from harvester.archive import cdx
-from harvester.archive.cdx import CdxIndex
+from harvester.archive.cdx import index as cdx
+from harvester.archive.cdx.index import CdxIndex
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.exceptions import ArchiveError
 
@@ -477,7 +477,7 @@ def test_a_failed_rename_leaves_the_old_index(
 KILLED_WRITER = """
 import os, signal, sys
 from pathlib import Path
-from harvester.archive import cdx
+from harvester.archive.cdx import index as cdx
 
 def die(src, dst):  # the worst moment: the new index is written but not yet renamed
     os.kill(os.getpid(), signal.SIGKILL)

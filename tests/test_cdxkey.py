@@ -1,4 +1,4 @@
-"""The CDXJ keys' short paths give exactly what surt and warcio give (harvester.archive.cdxkey)."""
+"""The CDXJ keys' short paths give exactly what surt and warcio give (harvester.archive.cdx.key)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from warcio.timeutils import iso_date_to_timestamp
 
-from harvester.archive.cdxkey import _plain_url_key, timestamp, url_key
+from harvester.archive.cdx.key import _plain_url_key, timestamp, url_key
 
 
 def general_key(url: str) -> str:

@@ -15,7 +15,7 @@ import click
 import pytest
 
 from coop_common.exitcode import ExitCode
-from harvester.cli import cli, harvest, watch
+from harvester.cli.commands import cli, harvest, watch
 from harvester.recrawl.bounds import Bounds
 from harvester.settings import HarvestSettings
 from server_module.cli import cli as provider

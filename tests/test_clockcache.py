@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harvester.crawl.clockcache import ClockCache
+from harvester.crawl.seen.clockcache import ClockCache
 
 
 def test_clock_gives_a_referenced_entry_a_second_chance() -> None:

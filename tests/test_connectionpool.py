@@ -1,5 +1,5 @@
-"""The fetcher's connection pool and connections (harvester/connectionpool.py,
-harvester/httpconnection.py) against raw loopback servers: framing, kept-alive connections the
+"""The fetcher's connection pool and connections (harvester/http/connectionpool.py,
+harvester/http/connection.py) against raw loopback servers: framing, kept-alive connections the
 server closed, leftovers, limits (tests/test_fetch.py has the time and size limits, through the
 fetcher)."""
 
@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import pytest
 
-from harvester.connectionpool import ConnectionPool
 from harvester.exceptions import PermanentFetchError, TransientFetchError
-from harvester.httpconnection import Reply
-from harvester.limits import FetchSettings, fetch_settings
+from harvester.http.connection import Reply
+from harvester.http.connectionpool import ConnectionPool
+from harvester.http.limits import FetchSettings, fetch_settings
 from harvester.settings import defaults
 from tests import hostile
 from tests.hostile import RawServer, head, read_head

@@ -21,11 +21,11 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive.repair import verify_warc
-from harvester.assembly import build_harvest
 from harvester.crawl.archivist import Archived, Archivist
 from harvester.crawl.crawler import Crawler
-from harvester.crawl.seen import SeenSet
-from harvester.exchange import HttpExchange
+from harvester.crawl.seen.seenset import SeenSet
+from harvester.http.exchange import HttpExchange
+from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
 from harvester.storage.protocol import Resource
 from tests.conftest import start_provider
@@ -158,7 +158,7 @@ def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path, caplog)
     before = len(records(out))
     gone = next(p for p in sorted(site.linked) if p.startswith("news/"))
     (site.root / gone).unlink()
-    from server_module.index import FileIndex
+    from server_module.index.fileindex import FileIndex
 
     with FileIndex(index, site.root, server.url) as idx:
         idx.refresh()

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.assembly import build_harvest
+from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
 from tests.multihost import start_web
 from tests.servers import RunningServer

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harvester.assembly import build_harvest
+from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
 from tests.servers import RunningServer, start_wsgi
 from tests.test_harvest import records

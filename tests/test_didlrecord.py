@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.archive.didl import PRES_NS
 from harvester.archive.recorder import Recorder
 from harvester.archive.warc import RotatingWARCWriter
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 from harvester.storage.protocol import Resource
 from harvester.storage.sqlite.state import SQLiteState
 

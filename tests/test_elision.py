@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from harvester.elision import Carried, Elision, digest, elide, rebuild
+from harvester.listed.elision import Carried, Elision, digest, elide, rebuild
 
 ONE, TWO = b"first file's bytes\n", b"\x00\xffsecond, binary"
 ENC1, ENC2 = base64.b64encode(ONE), base64.b64encode(TWO)

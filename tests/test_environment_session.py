@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from harvester.oaitransport import EnvironmentSession
+from harvester.oai.transport import EnvironmentSession
 
 URLS = [
     "http://127.0.0.1:8080/oai?verb=ListRecords&metadataPrefix=oai_dc",

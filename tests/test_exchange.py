@@ -16,7 +16,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 
-from harvester.exchange import PROTOCOLS, HttpExchange, protocol
+from harvester.http.exchange import PROTOCOLS, HttpExchange, protocol
 from tests.conftest import start_provider
 from tests.servers import RunningServer
 from tests.sites import make_site

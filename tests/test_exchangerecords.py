@@ -14,7 +14,7 @@ from harvester.archive.capturegroup import exchange_group
 from harvester.archive.recorder import Recorder
 from harvester.archive.repair import verify_warc
 from harvester.archive.warc import RecordLocation
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 from tests.fixedwriter import MOMENT, fixed_writer
 
 URL = "http://127.0.0.1:8080/oai?verb=ListRecords&resumptionToken=a%2Fb"

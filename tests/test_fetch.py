@@ -15,9 +15,9 @@ import pytest
 
 from harvester.clock import utcnow
 from harvester.exceptions import PermanentFetchError, TransientFetchError
-from harvester.exchange import HttpExchange
-from harvester.fetch import Fetcher
-from harvester.limits import FetchSettings, fetch_settings
+from harvester.http.exchange import HttpExchange
+from harvester.http.fetch import Fetcher
+from harvester.http.limits import FetchSettings, fetch_settings
 from harvester.settings import defaults
 from tests import hostile
 from tests.hostile import RawServer

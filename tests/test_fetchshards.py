@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from harvester.archive.cdx import CdxIndex
+from harvester.archive.cdx.index import CdxIndex
 from harvester.archive.repair import verify_warc
-from harvester.fetchshards import _SLOT, AUTO_MAX, AUTO_MIN_BYTES, SAMPLE, _with_children
-from harvester.listedfetch import Shard
+from harvester.listed.fetchstep import Shard
+from harvester.listed.shards import _SLOT, AUTO_MAX, AUTO_MIN_BYTES, SAMPLE, _with_children
 from harvester.summary import Summary
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_wsgi

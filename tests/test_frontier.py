@@ -10,9 +10,9 @@ from harvester.crawl.frontier import Frontier
 from harvester.crawl.hosts import Politeness, QueuedURL
 from harvester.crawl.policies import PolicySet
 from harvester.crawl.quality import OPICScorer
-from harvester.crawl.scheduling import make_scheduler
 from harvester.crawl.scope import Scope
-from harvester.crawl.seen import SeenSet
+from harvester.crawl.seen.seenset import SeenSet
+from harvester.crawl.twolevel import make_scheduler
 from harvester.storage.sqlite.state import SQLiteState
 
 SITE = "http://example.org/"

@@ -17,13 +17,13 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.archive.repair import verify_warc
-from harvester.assembly import build_harvest
 from harvester.cli import main
-from harvester.listpage import ELIDED_PROFILE
+from harvester.listed.listpage import ELIDED_PROFILE
+from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
 from harvester.storage.protocol import ListKey
 from harvester.storage.sqlite.state import SQLiteState
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from tests.conftest import start_provider
 from tests.faulty_provider import start_faulty
 from tests.schemas import assert_valid
@@ -49,7 +49,7 @@ def records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
 
 def listed_records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
     """:func:`records` less the capture groups of the site's root: the start URL every listed
-    run captures besides the listed files (``harvester/seed.py``)."""
+    run captures besides the listed files (``harvester/listed/seed.py``)."""
     found = records(out)
     roots = {h["WARC-Record-ID"] for _t, h, _c in found if _is_root(h.get("WARC-Target-URI"))}
     return [

@@ -13,7 +13,7 @@ from typing import Any
 import requests
 
 from harvester.cli import main
-from harvester.listpage import ELIDED_PROFILE
+from harvester.listed.listpage import ELIDED_PROFILE
 from harvester.storage.sqlite.state import SQLiteState
 from tests.servers import RunningServer, start_wsgi
 from tests.sites import Manifest, make_site

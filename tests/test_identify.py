@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from harvester.archive.identify import Identifier
-from harvester.assembly import build_harvest
+from harvester.archive.formatid.identifier import Identifier
+from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
 from tests.conftest import start_provider
 from tests.formatcorpus import corpus, make_corpus
@@ -113,7 +113,7 @@ def test_a_hanging_identification_is_cut_at_its_limit_and_the_next_one_starts_af
 @pytest.mark.parametrize("mode", ["magic", "pronom"])
 def test_the_cost_per_resource_is_bounded(mode: str) -> None:
     """What `--identify`'s default rests on (see the module docstring of
-    harvester/archive/identify.py): libmagic about a millisecond a resource."""
+    harvester/archive/formatid/identifier.py): libmagic about a millisecond a resource."""
     ident = Identifier(pronom=mode == "pronom")
     page = corpus()["page.html"][0] * 50
     ident.identify(page, "http://h/x.html", "0" * 64, datetime.now(UTC))  # the child starts

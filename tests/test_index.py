@@ -21,17 +21,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server_module import index as index_module
-from server_module.filemeta import extract_title
-from server_module.index import (
+from server_module.index import fileindex as index_module
+from server_module.index.fileindex import (
     FileIndex,
     IndexSchemaError,
     RefreshStats,
     default_index_path,
 )
+from server_module.index.filemeta import extract_title
+from server_module.index.scan import Scanner
+from server_module.index.snapshot import Selection
 from server_module.records import FileRecord, make_identifier
-from server_module.scan import Scanner
-from server_module.snapshot import Selection
 from tests.sites import NON_UTF8_NAME, Manifest, make_site
 
 BASE = "http://example.org/site"
@@ -386,7 +386,7 @@ def test_kill_during_refresh_leaves_the_old_state(idx: FileIndex, site: Manifest
     # The counts are kept after every row is written, before the commit.
     script = (
         "import os, signal, sys\n"
-        "from server_module import index, indexwriter\n"
+        "from server_module.index import fileindex as index, writer as indexwriter\n"
         "def kill(conn):\n"
         "    os.kill(os.getpid(), signal.SIGKILL)\n"
         "indexwriter._store_counts = kill\n"

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.lock import CollectionLock
+from harvester.run.lock import CollectionLock
 from tests.conftest import start_provider
 from tests.servers import RunningServer
 from tests.sites import Manifest, make_site
@@ -101,7 +101,7 @@ def test_the_next_harvest_after_a_repair_finishes_the_job(
     assert again.returncode == 0, again.stderr
     verified = harvester("verify", str(folder), "--quiet", "--json")
     found = json.loads(verified.stdout)
-    seeded = len(pages.public) + 1  # the site's files and its root (harvester/seed.py)
+    seeded = len(pages.public) + 1  # the site's files and its root (harvester/listed/seed.py)
     assert verified.returncode == 0 and found["captures"] == seeded
 
 

@@ -181,7 +181,7 @@ def test_only_the_storage_implementations_of_the_harvester_hold_sql() -> None:
 def test_a_sqlite_harvest_loads_no_postgresql_driver() -> None:
     """psycopg costs 0.12 s of every start; an incremental run takes under a second."""
     code = (
-        "import sys, harvester.cli, harvester.assembly, harvester.harvest\n"
+        "import sys, harvester.cli, harvester.run.assembly, harvester.run.harvest\n"
         "from harvester.storage import open_state\n"
         "open_state('sqlite:///' + sys.argv[1])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'psycopg'))"
@@ -213,3 +213,16 @@ def test_no_module_of_the_packages_is_over_400_lines() -> None:
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > 400
     }
     assert not long, long
+
+
+def test_no_package_folder_holds_over_20_modules() -> None:
+    """One family of concepts a folder: a reader finds a concept by its folder, not by a
+    file-name prefix among dozens (issue 36)."""
+    crowded = {
+        str(folder.relative_to(REPO)): count
+        for package in PACKAGES
+        for folder in [REPO / package, *(REPO / package).rglob("*")]
+        if (folder / "__init__.py").is_file()
+        and (count := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > 20
+    }
+    assert not crowded, crowded

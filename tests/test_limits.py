@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harvester.assembly import build_harvest
-from harvester.limits import fetch_settings, oai_limits
+from harvester.http.limits import fetch_settings, oai_limits
+from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
 from server_module.settings import load_settings as provider_settings
 from tests.servers import start_command

@@ -1,4 +1,4 @@
-"""Fetching while a slow list is read (harvester/listfollower.py), against a provider that
+"""Fetching while a slow list is read (harvester/listed/follower.py), against a provider that
 holds its list pages (or not) and logs every request it answers."""
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from urllib.parse import quote
 
 import pytest
 
-from harvester import listfollower
 from harvester.cli import main
-from harvester.listedfetch import ListedFetch
-from harvester.listfollower import SLOW_LIST_S, ListFollower
+from harvester.listed import follower as listfollower
+from harvester.listed.fetchstep import ListedFetch
+from harvester.listed.follower import SLOW_LIST_S, ListFollower
 from harvester.storage.sqlite.state import SQLiteState
 from harvester.summary import Summary
 from tests.servers import RunningServer, start_wsgi

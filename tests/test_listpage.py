@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from harvester import listing
 from harvester.archive.recorder import Payload
 from harvester.cli import main
-from harvester.listpage import ELIDED_PROFILE, ListPages
+from harvester.listed import listing
+from harvester.listed.listpage import ELIDED_PROFILE, ListPages
 from tests.recording_provider import sent
 from tests.servers import start_wsgi
 from tests.sites import Manifest, make_site

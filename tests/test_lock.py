@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from coop_common.exitcode import ExitCode
-from harvester.lock import LOCK_NAME
+from harvester.run.lock import LOCK_NAME
 from tests.conftest import start_provider
 from tests.sites import make_site
 

@@ -28,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lxml import etree
 
-import harvester.oaidates
+import harvester.oai.dates
 from harvester.exceptions import (
     BadResumptionToken,
     NoRecordsMatch,
@@ -37,8 +37,8 @@ from harvester.exceptions import (
     ProtocolError,
     TransientFetchError,
 )
-from harvester.limits import OAILimits, oai_limits
-from harvester.oai import (
+from harvester.http.limits import OAILimits, oai_limits
+from harvester.oai.client import (
     DAY,
     SECONDS,
     EndpointInfo,
@@ -149,7 +149,7 @@ def hits(server: RunningServer, prefix: str) -> int:
 
 
 def test_doctests() -> None:
-    result = doctest.testmod(harvester.oaidates)
+    result = doctest.testmod(harvester.oai.dates)
     assert result.attempted >= 8 and result.failed == 0
 
 

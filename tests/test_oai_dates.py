@@ -133,7 +133,7 @@ def test_parse_raises_only_value_error(text: str) -> None:
 def test_harvester_reads_a_response_date_with_an_offset_in_utc(
     sent: str, expected: tuple[str, bool]
 ) -> None:
-    from harvester.oaidates import response_date
+    from harvester.oai.dates import response_date
 
     assert response_date(sent, "u") == expected
 
@@ -141,7 +141,7 @@ def test_harvester_reads_a_response_date_with_an_offset_in_utc(
 @pytest.mark.parametrize("sent", ["2023-03-30T16:02", "2023-02-30T16:02:12+05:45", "x"])
 def test_harvester_refuses_a_response_date_that_is_no_time(sent: str) -> None:
     from harvester.exceptions import ProtocolError
-    from harvester.oaidates import response_date
+    from harvester.oai.dates import response_date
 
     with pytest.raises(ProtocolError, match="bad OAI-PMH datestamp"):
         response_date(sent, "u")

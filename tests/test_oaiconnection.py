@@ -1,4 +1,5 @@
-"""The OAI-PMH client's kept-alive transport (harvester.oaiconnection) against loopback servers.
+"""The OAI-PMH client's kept-alive transport (harvester.oai.connectiontransport) against loopback
+servers.
 
 Each server is a :class:`tests.loopback_http.ScriptedHttp`, which sees every connection and
 request head; the proxy one is such a server too, so which path a request took is seen where
@@ -19,11 +20,11 @@ import pytest
 import requests
 
 from harvester.exceptions import PermanentFetchError, ProtocolError, TransientFetchError
-from harvester.limits import OAILimits, oai_limits
-from harvester.oai import OAIClient
-from harvester.oaiconnection import ConnectionTransport
-from harvester.oaihttp import Http
-from harvester.oaitransport import SessionTransport
+from harvester.http.limits import OAILimits, oai_limits
+from harvester.oai.client import OAIClient
+from harvester.oai.connectiontransport import ConnectionTransport
+from harvester.oai.httpclient import Http
+from harvester.oai.transport import SessionTransport
 from harvester.settings import defaults
 from tests.loopback_http import CLOSE, Request, ScriptedHttp, TlsFiles, response, tls_files, trickle
 from tests.oai_apps import envelope, identify_element

@@ -9,9 +9,9 @@ import doctest
 
 import pytest
 
-from harvester import oaiguard
 from harvester.exceptions import ProtocolError
-from harvester.oaiguard import SIZE_FACTOR, SIZE_SLACK, STALLED_PAGES, ListGuard
+from harvester.oai import guard as oaiguard
+from harvester.oai.guard import SIZE_FACTOR, SIZE_SLACK, STALLED_PAGES, ListGuard
 
 
 def test_doctests() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from harvester.oai import ListedHeader
+from harvester.oai.client import ListedHeader
 from harvester.records.pages import read_page
 
 URL = "http://127.0.0.1/oai"

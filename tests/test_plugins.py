@@ -16,12 +16,12 @@ from coop_common.exitcode import ExitCode
 from coop_common.settings import SettingsError
 from server_module.app import file_index
 from server_module.cli import main as provider_main
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
+from server_module.index.snapshot import Selection
 from server_module.plugins.child import STDERR_KEPT, Limits
 from server_module.plugins.lineup import lineup
 from server_module.plugins.runner import PluginRunner
 from server_module.settings import load_settings
-from server_module.snapshot import Selection
 
 BASE = "http://example.org"
 PY = sys.executable

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harvester.prefetcher import Prefetcher
+from harvester.listed.prefetcher import Prefetcher
 
 
 class Pages:

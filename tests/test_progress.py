@@ -16,7 +16,7 @@ from typing import TextIO
 
 import pytest
 
-from harvester.progress import ByteProgress, ProgressReporter
+from harvester.run.progress import ByteProgress, ProgressReporter
 from harvester.summary import Summary
 from tests.servers import serve_pages
 from tests.test_crawl import PAGES
@@ -48,7 +48,7 @@ def test_a_terminal_gets_a_bar_that_follows_the_counts(
 
 
 def test_elsewhere_a_log_line_every_interval(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="harvester.progress")
+    caplog.set_level(logging.INFO, logger="harvester.run.progress")
     with ProgressReporter(interval=3600) as progress:
         assert progress._bar is None  # pytest's stderr is not a terminal
         progress(Summary(listed=4, fetched=2, bytes=10), 2)
@@ -58,7 +58,7 @@ def test_elsewhere_a_log_line_every_interval(caplog: pytest.LogCaptureFixture) -
 
 def test_a_crawl_counts_its_queue_not_a_list(caplog: pytest.LogCaptureFixture) -> None:
     """A crawl lists nothing: its line said "listed 0" before."""
-    caplog.set_level(logging.INFO, logger="harvester.progress")
+    caplog.set_level(logging.INFO, logger="harvester.run.progress")
     with ProgressReporter(interval=3600) as progress:
         progress(Summary(mode="crawl", fetched=2, bytes=10), 7)
     assert caplog.messages == ["crawled 2 queued 7, 10 bytes"]
@@ -68,7 +68,7 @@ def test_quiet_says_nothing_even_on_a_terminal(
     terminal: TextIO, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(sys, "stderr", terminal)
-    caplog.set_level(logging.INFO, logger="harvester.progress")
+    caplog.set_level(logging.INFO, logger="harvester.run.progress")
     with ProgressReporter(quiet=True, interval=0) as progress:
         progress(Summary(listed=1, fetched=1), 0)
         assert progress._bar is None
@@ -79,7 +79,7 @@ def test_the_first_line_comes_at_once_even_just_after_boot(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A monotonic clock starts near 0 at boot: the first line must not wait ``interval``."""
-    caplog.set_level(logging.INFO, logger="harvester.progress")
+    caplog.set_level(logging.INFO, logger="harvester.run.progress")
     now = [0.5]  # half a second after boot
     with ProgressReporter(interval=5.0, clock=lambda: now[0]) as progress:
         progress(Summary(listed=2, fetched=1, bytes=7), 1)
@@ -110,7 +110,7 @@ def test_bytes_get_a_bar_on_a_terminal(terminal: TextIO, monkeypatch: pytest.Mon
 def test_bytes_get_a_log_line_per_interval_elsewhere(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     with (
-        caplog.at_level(logging.INFO, "harvester.progress"),
+        caplog.at_level(logging.INFO, "harvester.run.progress"),
         ByteProgress("wacz", 1000, interval=5, clock=lambda: now[0]) as progress,
     ):
         for _ in range(4):
@@ -122,7 +122,7 @@ def test_bytes_get_a_log_line_per_interval_elsewhere(caplog: pytest.LogCaptureFi
 def test_quiet_bytes_say_nothing(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     with (
-        caplog.at_level(logging.INFO, "harvester.progress"),
+        caplog.at_level(logging.INFO, "harvester.run.progress"),
         ByteProgress("wacz", 10, quiet=True, clock=lambda: now[0]) as progress,
     ):
         now[0] += 60

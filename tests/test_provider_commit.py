@@ -17,7 +17,7 @@ from typing import Any, cast
 from sickle import Sickle
 from sickle.oaiexceptions import NoRecordsMatch
 
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from tests.conftest import OAI, start_provider
 from tests.sites import make_site
 

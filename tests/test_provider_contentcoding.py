@@ -1,5 +1,5 @@
 """gzip and deflate of a response made of parts, a kept part deflated once
-(server_module.contentcoding), and what clients decode of them over loopback."""
+(server_module.lists.contentcoding), and what clients decode of them over loopback."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import requests
 from lxml import etree
 from sickle import Sickle
 
-from server_module.contentcoding import Kept, coded
+from server_module.lists.contentcoding import Kept, coded
 from tests.conftest import OAI, start_provider
 from tests.schemas import assert_valid
 from tests.sites import make_site

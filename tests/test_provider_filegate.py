@@ -1,4 +1,4 @@
-"""The fast path for files (:mod:`server_module.filegate`) answers exactly as the Flask view.
+"""The fast path for files (:mod:`server_module.files.gate`) answers exactly as the Flask view.
 
 Two providers over one site, one as built (the gate before Flask) and one with the gate taken
 off (Flask alone, the code before the gate); every request below goes to both, byte for byte
@@ -20,7 +20,7 @@ import pytest
 from flask import Flask
 
 from server_module.app import create_app
-from server_module.filegate import FileGate
+from server_module.files.gate import FileGate
 from tests.conftest import start_provider
 from tests.servers import RunningServer, start_command, start_wsgi
 from tests.sites import Manifest, make_site

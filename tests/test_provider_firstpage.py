@@ -1,4 +1,4 @@
-"""The first page of a list, kept until the index changes (server_module.firstpages)."""
+"""The first page of a list, kept until the index changes (server_module.lists.firstpages)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from lxml import etree
 from sickle import Sickle
 
-from server_module.contentcoding import Kept
-from server_module.firstpages import FirstPages, ListStart
 from server_module.formats import default_registry
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
+from server_module.lists.contentcoding import Kept
+from server_module.lists.firstpages import FirstPages, ListStart
 from server_module.repository import Repository
 from server_module.settings import load_settings
 from tests.conftest import OAI, start_provider

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from sickle import Sickle
 
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from tests.conftest import OAI, OAIClient, start_provider
 from tests.sites import make_site
 

@@ -1,4 +1,4 @@
-"""List pages made ahead (server_module.pagecache): served when asked for, and never stale."""
+"""List pages made ahead (server_module.lists.pagecache): served when asked for, and never stale."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from lxml import etree
 
 from server_module.app import create_app
 from server_module.formats import default_registry
-from server_module.index import FileIndex
-from server_module.pagecache import Page, PageCache
+from server_module.index.fileindex import FileIndex
+from server_module.lists.pagecache import Page, PageCache
 from server_module.repository import Repository
 from server_module.settings import load_settings
 from tests.conftest import OAI

@@ -12,8 +12,8 @@ from pathlib import Path
 from sickle import Sickle
 from sickle.oaiexceptions import NoRecordsMatch
 
-from server_module.index import FileIndex
-from server_module.refresher import Refresher
+from server_module.index.fileindex import FileIndex
+from server_module.index.refresher import Refresher
 from tests.conftest import start_provider
 from tests.servers import start_command
 from tests.sites import make_site

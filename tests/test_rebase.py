@@ -1,13 +1,13 @@
-"""A new base URL on an existing index (server_module.rebase): old identifiers are retired as
+"""A new base URL on an existing index (server_module.index.rebase): old identifiers are retired as
 deleted records, files become new items, and nothing else changes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
+from server_module.index.snapshot import Selection
 from server_module.records import FileRecord
-from server_module.snapshot import Selection
 from tests.sites import Manifest, make_site
 from tests.test_index import EVERYTHING, T0, Clock, records, refresh
 

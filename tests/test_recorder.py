@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester import harvest as harvest_module
 from harvester.archive.recorder import Recorder
 from harvester.archive.repair import repair_open_files
 from harvester.archive.warc import RotatingWARCWriter
-from harvester.fetch import Fetcher
-from harvester.limits import fetch_settings
+from harvester.http.fetch import Fetcher
+from harvester.http.limits import fetch_settings
+from harvester.run import harvest as harvest_module
 from harvester.settings import defaults
 from harvester.storage.protocol import Resource
 from harvester.storage.sqlite.state import SQLiteState

@@ -26,7 +26,7 @@ from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer
 from harvester.archive.repair import verify_warc
 from harvester.cli import main
 from harvester.records.itemdidl import LinkedCapture, item_didl
-from harvester.runlog import RunLog
+from harvester.run.runlog import RunLog
 from tests.pgcluster import PGCluster
 from tests.schemas import assert_valid
 from tests.servers import RunningServer, start_wsgi

@@ -35,8 +35,8 @@ from warcio.archiveiterator import ArchiveIterator
 from coop_common.exitcode import ExitCode
 from harvester.archive.didl import DIDL_NS, PRES_NS
 from harvester.cli import main
-from harvester.runlog import RunLog
-from server_module.index import FileIndex
+from harvester.run.runlog import RunLog
+from server_module.index.fileindex import FileIndex
 from tests.conftest import start_provider
 from tests.pywb import replay
 from tests.servers import RunningServer, start_wsgi

@@ -15,8 +15,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from coop_common.exitcode import ExitCode
 from harvester.cli import main
-from harvester.reportfigures import human_bytes
-from server_module.index import FileIndex
+from harvester.collection.reportfigures import human_bytes
+from server_module.index.fileindex import FileIndex
 from tests.harvested import Harvested, harvested
 
 XLINK = "{http://www.w3.org/1999/xlink}href"
@@ -141,7 +141,7 @@ def test_a_harvest_over_oai_pmh_has_no_crawl_plots(tmp_path: Path) -> None:
         again = tmp_path / "r2.html"
         assert main(["report", str(found.out), "--to", str(again), "--json"]) == ExitCode.OK
     runs = table(page_of(again), "over-time")
-    seeded = len(found.site.public) + 1  # the site's files and its root (harvester/seed.py)
+    seeded = len(found.site.public) + 1  # the site's files and its root (harvester/listed/seed.py)
     assert len(runs) == 2 and int(runs[0][1]) == seeded
     assert 1 <= int(runs[1][1]) < len(found.site.public)
     figure = page_of(again).get_element_by_id("fig-over-time")

@@ -1,4 +1,4 @@
-"""A request's URL parts (harvester/requesturl.py): the short path for plain URLs gives exactly
+"""A request's URL parts (harvester/http/requesturl.py): the short path for plain URLs gives exactly
 what yarl gives, on generated URLs that are plain and URLs that only look so."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester.requesturl import _PLAIN, RequestURL, general, request_url
+from harvester.http.requesturl import _PLAIN, RequestURL, general, request_url
 
 LABELS = st.text("abcXYZ019-_.", min_size=0, max_size=6)
 HOSTS = st.one_of(

@@ -20,7 +20,7 @@ from urllib.parse import quote
 import pytest
 from lxml import etree
 
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from tests.conftest import start_provider
 from tests.servers import RunningServer
 from tests.sites import Manifest, make_site

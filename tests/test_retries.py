@@ -8,7 +8,7 @@ from email.utils import format_datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvester.retries import parse_retry_after
+from harvester.http.retries import parse_retry_after
 
 NOW = datetime(2020, 6, 1, 12, 0, 0, tzinfo=UTC)
 

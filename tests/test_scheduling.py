@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester.crawl.scheduling import (
+from harvester.crawl.twolevel import (
     HostState,
     Politeness,
     QueuedURL,
@@ -365,7 +365,7 @@ def test_an_unmeasured_host_gets_the_best_measured_rate_as_its_prior() -> None:
     """Measuring other hosts raises the prior: an unmeasured host is not left behind a host
     that was measured slower than the best (the prior is applied when choosing, not when the
     host became ready)."""
-    from harvester.crawl.scheduling import Politeness, QueuedURL, make_scheduler
+    from harvester.crawl.twolevel import Politeness, QueuedURL, make_scheduler
 
     sched = make_scheduler("performance", politeness=Politeness(delay_factor=0.0))
     for seq, host in enumerate(("a", "c", "b")):

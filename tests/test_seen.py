@@ -20,14 +20,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from harvester.crawl.fingerprintfile import (
+from harvester.crawl.seen.fingerprintfile import (
     HEADER,
     LEGACY_HEADER,
     LEGACY_MAGIC,
     MAGIC,
     FingerprintFile,
 )
-from harvester.crawl.seen import URL_BITS, SeenSet, fingerprint
+from harvester.crawl.seen.seenset import URL_BITS, SeenSet, fingerprint
 from harvester.exceptions import StateError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -315,7 +315,7 @@ CHILD = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from harvester.crawl.seen import SeenSet
+    from harvester.crawl.seen.seenset import SeenSet
 
     path, progress, first = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     fd = os.open(progress, os.O_WRONLY | os.O_CREAT | os.O_APPEND)

@@ -87,7 +87,7 @@ def test_a_version_listed_in_a_second_format_is_changed_once(state_url: str) -> 
     """An item stored in one format is ``changed`` when its version is first listed in
     another (its record must hold both), ``unchanged`` when listed again in either; an older
     version is ``unchanged`` and a newer one ``changed``; an item not stored is ``new``."""
-    from harvester.oaimodels import ListedHeader
+    from harvester.oai.models import ListedHeader
 
     def header(identifier: str, datestamp: str) -> ListedHeader:
         return ListedHeader(identifier, datestamp, (), False)
@@ -115,7 +115,7 @@ def test_a_version_listed_in_a_second_format_is_changed_once(state_url: str) -> 
 
 
 def test_the_seed_keeps_its_last_capture_and_is_no_counted_resource(state_url: str) -> None:
-    """A listed run's start URL (``harvester/seed.py``): its last capture is kept, replaced
+    """A listed run's start URL (``harvester/listed/seed.py``): its last capture is kept, replaced
     by the next, counted nowhere, fetched by no list; a URL a list named is left alone."""
     with open_state(state_url) as state:
         state.add_pending(SITE, [SITE + "index.html"])

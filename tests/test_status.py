@@ -104,7 +104,7 @@ def test_didl_exports_the_records_of_several_folders(
     to = tmp_path / "didl"
     assert main(["didl", str(collection.out), str(other), "--to", str(to), "--json"]) == 0
     # the same records twice: the same files, each written once
-    # (the site's files and the seed, its root: harvester/seed.py)
+    # (the site's files and the seed, its root: harvester/listed/seed.py)
     assert json.loads(capsys.readouterr().out)["didl"] == 2 * (len(collection.site.public) + 1)
     assert len(list(to.rglob("*.xml"))) == len(collection.site.public) + 1
 

@@ -10,7 +10,7 @@ import pytest
 
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.frontier import Frontier
-from harvester.crawl.seen import SeenSet
+from harvester.crawl.seen.seenset import SeenSet
 from harvester.crawl.stepbatch import StepBatch
 from harvester.storage.sqlite.state import SQLiteState
 from tests.test_frontier import SITE, Crash, fetched, frontier, seeded

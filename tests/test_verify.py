@@ -15,7 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from coop_common.exitcode import ExitCode
 from harvester.archive.recordbytes import gzip_parts
 from harvester.cli import main
-from harvester.lock import CollectionLock
+from harvester.run.lock import CollectionLock
 from tests.harvested import Harvested, harvested
 
 
@@ -64,7 +64,7 @@ def test_an_intact_collection_verifies(
     records = members(the_warc(collection.out))
     assert found["records"] == len(records)
     assert found["index_lines"] == sum(1 for r in records if r[2] == "response")
-    seeded = len(collection.site.public) + 1  # the site's files and its root (harvester/seed.py)
+    seeded = len(collection.site.public) + 1  # the files and the root (listed/seed.py)
     assert found["captures"] == found["index_lines"] == seeded
 
 

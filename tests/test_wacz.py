@@ -61,10 +61,10 @@ def test_it_holds_the_warcs_index_and_pages_with_their_digests(
         assert zf.getinfo("indexes/index.cdx.gz").compress_type == zipfile.ZIP_STORED
         lines = gzip.decompress(zf.read("indexes/index.cdx.gz")).decode().splitlines()
         pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()]
-    assert len(lines) == len(found.site.public) + 1  # and the seed, the root (harvester/seed.py)
+    assert len(lines) == len(found.site.public) + 1  # and the seed, the root (listed/seed.py)
     assert pages[0] == {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
     html = {f"{found.url}/{p}" for p in found.site.public if p.endswith(".html")}
-    html.add(f"{found.url}/")  # the seed, the site's root (harvester/seed.py)
+    html.add(f"{found.url}/")  # the seed, the site's root (harvester/listed/seed.py)
     assert {_plain(p["url"]) for p in pages[1:]} == {_plain(u) for u in html}
     home = next(p for p in pages[1:] if p["url"] == f"{found.url}/index.html")
     title = (found.site.root / "index.html").read_text().split("<title>")[1].split("</title>")[0]

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from server_module.app import create_app
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from tests.faulty_provider import start_response_ignored
 
 StartResponse = Callable[..., Any]

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harvester.archive.cdxline import CaptureFields, media_type, with_request
+from harvester.archive.cdx.line import CaptureFields, media_type, with_request
 from harvester.archive.recordbytes import (
     EMPTY_DIGEST,
     Built,
@@ -29,7 +29,7 @@ from harvester.archive.recordbytes import (
 )
 from harvester.archive.records import REVISIT_PROFILES
 from harvester.archive.storedhead import StoredHead
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 
 __all__ = [
     "HOP_BY_HOP",

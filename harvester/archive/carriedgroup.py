@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from harvester.archive import capturegroup
 from harvester.archive.capturegroup import CarriedBody, Revisit, Stamp
 from harvester.archive.recordbytes import Built, Field
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 
 __all__ = ["CarriedExchange", "group", "note_fields", "revisit_group"]
 

@@ -12,7 +12,7 @@ this order:
 3. ``pres:digests``, ``pres:mimeType``, ``pres:oaiHeader`` (only for resources listed over
    OAI-PMH), ``pres:warcRecord`` and ``pres:provenance`` (``schemas/preservation.xsd``);
 4. with ``--identify``, the payload's PREMIS 3 object and one ``pres:analysis`` per tool
-   that identified it (:mod:`harvester.archive.identify`).
+   that identified it (:mod:`harvester.archive.formatid.identifier`).
 
 A deletion record has ``dii:Identifier``, ``pres:deletion``, ``pres:oaiHeader`` (if any), the
 ``pres:warcRecord`` of the last capture (if known) and ``pres:provenance``, and no Component:
@@ -23,7 +23,7 @@ Any text can be given: characters XML 1.0 forbids are dropped, and values the sc
 document is well-formed and valid. The text is written directly, not built as an lxml tree,
 byte for byte as lxml would serialise it. The module also holds the file names of exported
 records; the content sniffer whose finding goes into ``pres:mimeType`` is
-:mod:`harvester.archive.sniff`.
+:mod:`harvester.archive.formatid.sniff`.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from harvester.archive.formatid.sniff import sniff_mime
 from harvester.archive.randomids import fresh_uuid
-from harvester.archive.sniff import sniff_mime
 from harvester.archive.xmlsafe import attr, text, uri
 
 __all__ = [
@@ -143,7 +143,8 @@ class CaptureDescription:
     warc: WarcPointer
     oai: OaiHeaderInfo | None
     provenance: Provenance
-    # The payload's format identification (harvester.archive.identify): statements as laid
+    # The payload's format identification (harvester.archive.formatid.identifier): statements as
+    # laid
     # out here, after the provenance.
     identified: Sequence[str] = ()
 

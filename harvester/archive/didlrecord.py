@@ -26,7 +26,7 @@ from harvester.archive.didl import (
 )
 from harvester.archive.storedhead import stored_type
 from harvester.archive.warc import RecordLocation
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 from harvester.storage.protocol import Resource
 
 __all__ = ["capture_document", "deletion_document", "oai_info"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from isal import isal_zlib
 
-from harvester.archive.cdxline import CaptureFields
+from harvester.archive.cdx.line import CaptureFields
 
 __all__ = [
     "EMPTY_DIGEST",

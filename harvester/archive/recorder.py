@@ -22,7 +22,7 @@ names its page. Crash repair, given :func:`ends_group`, cuts a ``.open`` file ba
 such record, so it never leaves half a group; :meth:`Recorder.reconcile` then finds groups that
 reached the disk before the state heard of them.
 
-Every record is made from one :class:`~harvester.exchange.HttpExchange`, whatever client made it.
+Every record is made from the one :class:`~harvester.http.exchange.HttpExchange`.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
 from harvester.archive.carriedgroup import CarriedExchange
 from harvester.archive.didl import FALLBACK_MIME, Provenance
 from harvester.archive.didlrecord import capture_document, deletion_document
-from harvester.archive.identify import Identifier, payload_of, statements
+from harvester.archive.formatid.identifier import Identifier, payload_of, statements
 from harvester.archive.recordbytes import Built
 from harvester.archive.recovery import ends_group, recovered
 from harvester.archive.storedhead import StoredHead, refreshed, stored_head
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exceptions import ArchiveError
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 from harvester.storage.protocol import Capture, Resource
 
 __all__ = ["Payload", "Recorder", "conditional_headers", "ends_group"]

@@ -4,7 +4,7 @@
 record that ends a group (:func:`ends_group`); :func:`recovered` then reads the repaired files
 for the groups the state may never have heard of, and :func:`reconcile` tells the state of
 them: the next harvest does both, and so does a command that reads an interrupted collection
-(:mod:`harvester.interruption`).
+(:mod:`harvester.collection.interruption`).
 """
 
 from __future__ import annotations

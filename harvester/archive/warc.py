@@ -16,7 +16,7 @@ it is finished. The writer holds an advisory ``flock`` on its ``.open`` file. Af
 its last complete record and renames it.
 
 As it writes, the writer makes the CDXJ line of every capture record
-(:func:`harvester.archive.cdxline.capture_line`) and hands a finished file's lines to its
+(:func:`harvester.archive.cdx.line.capture_line`) and hands a finished file's lines to its
 ``on_finish`` callback, so the index never has to read the file back.
 
 The writer is not thread-safe: call it from one thread.
@@ -41,7 +41,7 @@ from warcio.warcwriter import WARCWriter
 
 from coop_common.component import Component
 from harvester.archive.capturegroup import metadata
-from harvester.archive.cdxline import capture_line, line
+from harvester.archive.cdx.line import capture_line, line
 from harvester.archive.files import OPEN_SUFFIX, WARC_SUFFIX, fsync_dir, rename_new
 from harvester.archive.recordbytes import Built
 from harvester.archive.records import NO_PAYLOAD_DIGEST_TYPES, WARC_VERSION, RecordFactory

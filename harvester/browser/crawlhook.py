@@ -8,7 +8,7 @@ from harvester.browser.browser import Browser, default_tabs
 from harvester.browser.pagearchivist import PageArchivist
 from harvester.browser.pagesource import PageSource
 from harvester.browser.tab import PageLimits
-from harvester.fetch import Fetcher
+from harvester.http.fetch import Fetcher
 from harvester.settings import HarvestSettings
 
 

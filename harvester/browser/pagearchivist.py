@@ -26,7 +26,7 @@ from harvester.browser.pagesource import PageSource
 from harvester.crawl.archivist import Archived
 from harvester.crawl.links import response_links
 from harvester.exceptions import FetchError
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 from harvester.storage.protocol import Resource
 
 log = logging.getLogger(__name__)

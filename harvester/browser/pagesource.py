@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from harvester.browser.browser import Browser, PageFailed
 from harvester.browser.tab import PageCapture
 from harvester.exceptions import PermanentFetchError, TransientFetchError
-from harvester.exchange import HttpExchange
-from harvester.fetch import Fetcher
-from harvester.robots import RobotsCache
+from harvester.http.exchange import HttpExchange
+from harvester.http.fetch import Fetcher
+from harvester.http.robots import RobotsCache
 
 
 class PageSource:

@@ -37,7 +37,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from harvester.exchange import Header, HttpExchange
+from harvester.http.exchange import Header, HttpExchange
 
 log = logging.getLogger(__name__)
 Send = Callable[..., Awaitable[dict[str, Any]]]

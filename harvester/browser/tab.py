@@ -21,7 +21,7 @@ from typing import Any
 
 from harvester.browser.cdp import CDPError, Connection
 from harvester.browser.recording import Recording
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 
 log = logging.getLogger(__name__)
 PATTERNS = [

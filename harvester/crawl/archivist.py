@@ -50,7 +50,7 @@ from harvester.archive.recorder import Recorder
 from harvester.childprocess import become_child, fork
 from harvester.crawl.links import response_links
 from harvester.exceptions import ArchiveError
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 from harvester.storage.protocol import Capture, Resource
 
 log = logging.getLogger(__name__)

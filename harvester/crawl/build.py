@@ -1,8 +1,8 @@
 """Builds the crawl's components from the settings: the factory of the crawl path.
 
 The crawler needs what only a run has (its open state, recorder, fetcher and summary), so the
-assembly (``harvester/assembly.py``) hands a run a factory bound to the settings
-(:func:`harvester.crawlfactory.crawler_factory`), which the run calls once those exist; this
+assembly (``harvester/run/assembly.py``) hands a run a factory bound to the settings
+(:func:`harvester.run.crawlfactory.crawler_factory`), which the run calls once those exist; this
 module is imported only then."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from harvester.crawl.frontier import Frontier
 from harvester.crawl.leasing import HostLeasing, hosts_at_once
 from harvester.crawl.policies import load_policies
 from harvester.crawl.quality import OPICScorer
-from harvester.crawl.scheduling import Politeness, make_scheduler
 from harvester.crawl.scope import Scope
-from harvester.crawl.seen import SeenSet
+from harvester.crawl.seen.seenset import SeenSet
+from harvester.crawl.twolevel import Politeness, make_scheduler
 from harvester.crawl.urls import canonicalize
-from harvester.fetch import Fetcher
+from harvester.http.fetch import Fetcher
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import State
 from harvester.summary import Progress, Summary

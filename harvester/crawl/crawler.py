@@ -36,9 +36,9 @@ from harvester.clock import utcnow
 from harvester.crawl.archivist import Archivist
 from harvester.crawl.frontier import Frontier
 from harvester.crawl.leasing import HostLeasing
-from harvester.crawl.scheduling import QueuedURL
 from harvester.crawl.sitemaps import sitemap_urls
 from harvester.crawl.stepbatch import StepBatch
+from harvester.crawl.twolevel import QueuedURL
 from harvester.exceptions import (
     ArchiveError,
     FetchError,
@@ -47,10 +47,10 @@ from harvester.exceptions import (
     StateError,
     TransientFetchError,
 )
-from harvester.exchange import HttpExchange
 from harvester.failures import GONE, log_level, settles_gone
-from harvester.fetch import Fetcher
-from harvester.retries import parse_retry_after
+from harvester.http.exchange import HttpExchange
+from harvester.http.fetch import Fetcher
+from harvester.http.retries import parse_retry_after
 from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 

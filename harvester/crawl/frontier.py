@@ -25,9 +25,9 @@ from dataclasses import replace
 
 from harvester.crawl.policies import PolicySet
 from harvester.crawl.quality import Outlink, PageState, Scorer, distinct
-from harvester.crawl.scheduling import QueuedURL, Scheduler
 from harvester.crawl.scope import Scope
-from harvester.crawl.seen import SeenSet
+from harvester.crawl.seen.seenset import SeenSet
+from harvester.crawl.twolevel import QueuedURL, Scheduler
 from harvester.crawl.urls import canonicalize, host_of_canonical
 from harvester.storage.protocol import QueuedRow, State
 

@@ -37,7 +37,7 @@ from lxml import etree
 from harvester.crawl.bodytext import body_text
 from harvester.crawl.cssurls import css_urls
 from harvester.crawl.urls import canonicalize
-from harvester.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange
 
 __all__ = ["MAX_BODY_BYTES", "Link", "extract_links", "response_links"]
 

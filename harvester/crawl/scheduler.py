@@ -2,7 +2,7 @@
 
 Like Scrapy's scheduler it is small: URLs go in with :meth:`Scheduler.add` and come out with
 :meth:`Scheduler.next` once politeness lets their host be asked; :meth:`Scheduler.done` reports
-how a fetch went. The policies that implement it are in :mod:`harvester.crawl.scheduling`.
+how a fetch went. The policies that implement it are in :mod:`harvester.crawl.twolevel`.
 ``idle``, ``queued_on``, ``rest``, ``not_before`` and ``drop`` serve a host handed between
 workers (:mod:`harvester.crawl.leasing`).
 """

@@ -17,7 +17,7 @@ from urllib.parse import urljoin
 from lxml import etree
 
 from harvester.exceptions import HarvestError
-from harvester.fetch import Fetcher
+from harvester.http.fetch import Fetcher
 
 log = logging.getLogger(__name__)
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"

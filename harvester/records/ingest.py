@@ -30,21 +30,21 @@ from lxml import etree
 from harvester.archive.didl import OaiHeaderInfo, Provenance, WarcPointer, deletion_didl
 from harvester.archive.recorder import Recorder
 from harvester.exceptions import ArchiveError, FetchError, HarvestError, StateError
-from harvester.exchange import HttpExchange
-from harvester.limits import oai_limits
-from harvester.oai import EndpointInfo, OAIClient
+from harvester.http.exchange import HttpExchange
+from harvester.http.limits import oai_limits
+from harvester.oai.client import EndpointInfo, OAIClient
 from harvester.records.didlbuilder import DidlBuilders
+from harvester.records.domains import LinkScope
 from harvester.records.itemdidl import LinkedCapture, item_didl
-from harvester.records.links import LANDING, Link, record_links
 from harvester.records.lister import ListOutcome, RecordLister
+from harvester.records.metadatalinks import LANDING, Link, record_links
 from harvester.records.pages import RecordsPage
-from harvester.records.scope import LinkScope
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import Item, ListKey, Resource, State
 from harvester.summary import Summary
 
 if TYPE_CHECKING:
-    from harvester.fetch import Fetcher
+    from harvester.http.fetch import Fetcher
 
 log = logging.getLogger(__name__)
 RECENT = 4096  # linked resources remembered as fetched in this run

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
-from harvester.records.links import FILE, LANDING, Link
+from harvester.records.metadatalinks import FILE, LANDING, Link
 
 MAX_LINKS = 100
 SIGNPOSTS = {"item": FILE, "cite-as": LANDING}

@@ -9,7 +9,7 @@ read from it is used (it is fetched, its WARC records made and it is read in the
 thread, while the page before is stored). Then:
 
 - 503 (or 429) with ``Retry-After`` in seconds or as an HTTP-date is waited out and retried
-  by :class:`harvester.oaihttp.Http`;
+  by :class:`harvester.oai.httpclient.Http`;
 - an OAI-PMH error is read whatever the HTTP status it comes with (InvenioRDM: 422), its
   answer archived as any page;
 - ``badResumptionToken`` (an expired token) restarts the list from its own bound (its
@@ -39,13 +39,13 @@ from harvester.archive.recordbytes import Built
 from harvester.archive.recorder import Recorder
 from harvester.clock import utcnow
 from harvester.exceptions import BadResumptionToken, NoRecordsMatch, ProtocolError
-from harvester.exchange import HttpExchange
-from harvester.limits import oai_limits
-from harvester.oai import EndpointInfo, overlap_from
-from harvester.oaiconnection import kept_alive
-from harvester.oaidates import DAY
-from harvester.oaihttp import Http
-from harvester.oaiidentify import note_offset
+from harvester.http.exchange import HttpExchange
+from harvester.http.limits import oai_limits
+from harvester.oai.client import EndpointInfo, overlap_from
+from harvester.oai.connectiontransport import kept_alive
+from harvester.oai.dates import DAY
+from harvester.oai.httpclient import Http
+from harvester.oai.identify import note_offset
 from harvester.records.pages import RecordsPage, read_page
 from harvester.settings import HarvestSettings
 from harvester.storage.protocol import ListKey

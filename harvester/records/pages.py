@@ -2,7 +2,7 @@
 
 The page's bytes are archived as received before what is read here is used; this module only
 reads them, each record's metadata serialised as the state keeps it. A page that is well-formed
-is parsed once by the hardened parser of :mod:`harvester.oaihttp`. One that is not is
+is parsed once by the hardened parser of :mod:`harvester.oai.httpclient`. One that is not is
 *salvaged*: the ``<record>`` elements are cut out of the text by their tags (nested ``record``
 elements of MARCXML counted), each is tried alone between the page's head and tail, and the
 page is parsed again without the ones that fail. Those are reported, with their identifier when
@@ -20,10 +20,10 @@ from functools import lru_cache
 from lxml import etree
 
 from harvester.exceptions import ProtocolError
-from harvester.oai import ListedHeader, RawRecord
-from harvester.oaidates import parse_oai_datestamp
-from harvester.oaihttp import check_envelope, parse_oai_xml
-from harvester.oaimodels import OAI_NS
+from harvester.oai.client import ListedHeader, RawRecord
+from harvester.oai.dates import parse_oai_datestamp
+from harvester.oai.httpclient import check_envelope, parse_oai_xml
+from harvester.oai.models import OAI_NS
 
 _OAI = "{" + OAI_NS + "}"
 _HEADER, _METADATA = _OAI + "header", _OAI + "metadata"

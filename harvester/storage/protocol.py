@@ -41,7 +41,7 @@ An implementation for many workers on one job (PostgreSQL, ``storage/postgres/``
 promises per call and per block, and adds :class:`LeaseStore` (``State.leases``): each host
 leased to one worker at a time, with an expiry and a fencing token that every acknowledgement
 checks inside the transaction that records the capture. The SQLite one allows one harvester
-per collection, which ``harvester/lock.py`` ensures; its ``leases`` is None.
+per collection, which ``harvester/run/lock.py`` ensures; its ``leases`` is None.
 
 Resource statuses::
 
@@ -58,7 +58,7 @@ Resource statuses::
     gone       answered 404 or 410 twice in a row (``harvester/failures.py``): a listed version
                is not fetched again, a crawled URL only when a crawl finds its link again;
                earlier captures are kept
-    seed       the start URL of a listed harvest (``harvester/seed.py``), not itself listed:
+    seed       the start URL of a listed harvest (``harvester/listed/seed.py``), not itself listed:
                its last capture, fetched again by every run; no resource of the site's
                counts (:meth:`ResourceStore.counts` leaves it out)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from server_module.publicpaths import DEFAULT_EXCLUDES
+from server_module.index.publicpaths import DEFAULT_EXCLUDES
 from server_module.records import FileRecord
 
 # Files up to this size go into oai_didl by value. From about 64 KiB a file costs both sides

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from coop_common.xmltext import attr, text
+from server_module.files.headers import file_headers
 from server_module.formats import XSI, FormatContext
-from server_module.headers import file_headers
 from server_module.records import FileRecord
 
 NAMESPACE = "urn:coop-archive:http-header:1.0"

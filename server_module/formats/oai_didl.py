@@ -19,13 +19,13 @@ import pybase64
 from coop_common.premis import premis_element
 from coop_common.toolreport import analysis_element
 from coop_common.xmltext import attr, text
-from server_module.files import open_public
+from server_module.files.docroot import open_public
+from server_module.files.headers import file_headers
 from server_module.formats import XSI, FormatContext
 from server_module.formats.http_header import header_element
 from server_module.formats.oai_dc import DC, OAI_DC
 from server_module.formats.oai_dc import NAMESPACE as OAI_DC_NS
 from server_module.formats.premis import facts
-from server_module.headers import file_headers
 from server_module.records import FileRecord
 
 DIDL = "urn:mpeg:mpeg21:2002:02-DIDL-NS"

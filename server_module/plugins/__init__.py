@@ -9,7 +9,7 @@ limits; :mod:`~server_module.plugins.runner` runs them in parallel within a CPU 
 :mod:`~server_module.plugins.store` keeps the results in the index keyed by the file's SHA-256
 digest, so a file is analysed once per version, and :mod:`~server_module.plugins.survey`
 decides what a refresh has them analyse. This package imports only :mod:`coop_common` and
-:mod:`server_module.indexschema`.
+:mod:`server_module.index.schema`.
 """
 
 from __future__ import annotations

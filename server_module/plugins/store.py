@@ -1,5 +1,5 @@
 """The plugins' results in the index (the ``analyses`` table of
-:mod:`server_module.indexschema`): kept per file version, by its SHA-256 digest and the
+:mod:`server_module.index.schema`): kept per file version, by its SHA-256 digest and the
 plugin's label, so that a file is analysed once per version and a copy of a file is not
 analysed again; results of versions no file has any more are dropped with each refresh that
 changes files.

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from coop_common.analysis import Analysis
-from server_module.indexschema import meta
+from server_module.index.schema import meta
 from server_module.plugins import store
 from server_module.plugins.runner import PluginRunner, Subject
 from server_module.plugins.spec import Plugin

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
+from server_module.index.snapshot import Selection, Snapshot
 from server_module.records import FileRecord
-from server_module.snapshot import Selection, Snapshot
 
 Opener = Callable[[bytes], BinaryIO | None]
 PAGE = 1000  # index rows read per query during a sync

@@ -3,7 +3,7 @@
 Both deployments use it: the served provider syncs the ledger before answering each document
 request (a no-op while the index is unchanged), the static command once per run, closing that
 run's Change List. Files are read (for their MD5) through the same public-path rules as every
-other open of the provider (:func:`server_module.files.open_public`).
+other open of the provider (:func:`server_module.files.docroot.open_public`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from server_module.files import open_public
-from server_module.index import FileIndex
+from server_module.files.docroot import open_public
+from server_module.index.fileindex import FileIndex
 from server_module.resourcesync.documents import MAX_ENTRIES
 from server_module.resourcesync.ledger import Ledger
 from server_module.resourcesync.publication import Publication

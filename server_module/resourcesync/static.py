@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from server_module.index import FileIndex
+from server_module.index.fileindex import FileIndex
 from server_module.resourcesync.documents import MAX_ENTRIES
 from server_module.resourcesync.publication import CAPABILITIES, SOURCE, Publication
 from server_module.resourcesync.source import Source

@@ -1,5 +1,5 @@
 """The SQLite state: one file per collection (by default ``DIR/state.sqlite``), which one
-harvester at a time opens (``harvester/lock.py``).
+harvester at a time opens (``harvester/run/lock.py``).
 
 :class:`SQLiteState` is the :class:`~harvester.storage.protocol.State` of ``sqlite:///PATH``
 URLs, made of one part per concern: ``sources.py`` (and ``lists.py``), ``resources.py``,
