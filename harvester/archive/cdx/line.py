@@ -11,7 +11,6 @@ import json
 import re
 from dataclasses import dataclass
 
-from cdxj_indexer.postquery import append_method_query  # type: ignore[import-untyped]
 from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.cdx.key import timestamp, url_key
@@ -94,6 +93,9 @@ def with_request(
     it (pywb looks a replayed POST up so): the method and body appended as a query."""
     if method not in ("POST", "PUT"):
         return
+    # imported for a POST alone: cdxj-indexer loads surt, tldextract and requests (80 ms)
+    from cdxj_indexer.postquery import append_method_query  # type: ignore[import-untyped]
+
     query, suffix = append_method_query(
         method, content_type, str(len(body)), io.BytesIO(body), capture.url
     )
