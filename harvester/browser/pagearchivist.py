@@ -93,7 +93,7 @@ class PageArchivist:
         """``exchange``'s group written, unless one of the same request was this run."""
         key = _key(exchange)
         if key not in self.archived:
-            capture, _ = self.recorder.fetched(_bare(exchange.url), exchange)
+            capture, _ = self.recorder.fetched(Resource.unknown(exchange.url), exchange)
             self.archived[key] = (_mime(exchange), capture.record_id)
 
     def _served_links(self, result: HttpExchange) -> list[str]:
@@ -110,26 +110,3 @@ def _key(exchange: HttpExchange) -> str:
 
 def _mime(exchange: HttpExchange) -> str:
     return (exchange.header("Content-Type") or "").split(";", 1)[0].strip()
-
-
-def _bare(url: str) -> Resource:
-    """A subresource's row: none in the state (the crawl queues pages, not what they load)."""
-    return Resource(
-        url,
-        None,
-        None,
-        None,
-        (),
-        "pending",
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        0,
-    )

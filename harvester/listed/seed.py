@@ -84,7 +84,7 @@ async def capture_seed(fetch: ListedFetch, url: str, since: float | None = None)
         return
     if since is not None and last is not None and _captured_at(last) >= since:
         return
-    res = last or _blank(url)
+    res = last or Resource.unknown(url, SEED)
     await fetch.pacer.wait(url)
     async with fetch.fetcher() as fetcher:
         try:
@@ -112,26 +112,3 @@ def _captured_at(res: Resource) -> float:
         return datetime.fromisoformat(res.warc_date or "").timestamp()
     except ValueError:
         return 0.0
-
-
-def _blank(url: str) -> Resource:
-    """The seed before its first capture: nothing to send validators for."""
-    return Resource(
-        url,
-        None,
-        None,
-        None,
-        (),
-        SEED,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        None,
-        0,
-    )

@@ -93,6 +93,29 @@ class Resource:
     attempts: int
     http_status: int | None = None  # of the last capture or failed attempt
 
+    @classmethod
+    def unknown(cls, url: str, status: str = "pending") -> Resource:
+        """``url`` with nothing known of it yet: no listing, no capture, no validators."""
+        return cls(
+            url=url,
+            oai_identifier=None,
+            listed_datestamp=None,
+            archived_datestamp=None,
+            set_specs=(),
+            status=status,
+            etag=None,
+            last_modified=None,
+            payload_digest=None,
+            sha1=None,
+            sha256=None,
+            record_id=None,
+            warc_file=None,
+            warc_offset=None,
+            warc_length=None,
+            warc_date=None,
+            attempts=0,
+        )
+
 
 @dataclass(slots=True)
 class Capture:
