@@ -59,7 +59,9 @@ def create_app(
             owner.close()
         raise
     if refresh:
-        index.refresh()
+        index.refresh(analyse="later")  # the files are listed at once; their analyses follow
+    else:
+        index.analyse_later()  # what a refresh before (serve's, or a killed process's) left
     app = Flask(__name__, static_folder=None)
     repo = Repository(
         settings,

@@ -5,6 +5,7 @@ Commands only parse flags, build components and call them."""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -126,12 +127,16 @@ def index(docroot: Path, **flags: Any) -> int:
     path = settings.index_path or default_index_path(docroot)
     check_index_folder(path)
     with IndexLock(path), file_index(settings) as idx:
-        stats = idx.refresh()
-    if stats is None:  # a blocking refresh always runs
-        raise StartupError(f"{idx.path}: the index was not refreshed")
-    click.echo(f"{idx.path}: {stats.sentence()}")
-    if report := outside_report(idx.outside):
-        click.echo(report)
+        stats = idx.refresh(analyse="none")
+        if stats is None:  # a blocking refresh always runs
+            raise StartupError(f"{idx.path}: the index was not refreshed")
+        click.echo(f"{idx.path}: {stats.sentence()}; committed")
+        if report := outside_report(idx.outside):
+            click.echo(report)
+        if idx.plugins:
+            started = time.monotonic()
+            made = idx.analyse()
+            click.echo(f"plugins: {made} results in {time.monotonic() - started:.2f} s")
     return 0
 
 

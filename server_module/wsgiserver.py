@@ -47,7 +47,7 @@ def serve_forever(settings: ProviderSettings) -> int:
     with IndexLock(path):
         check_address(settings.host, settings.port)
         with file_index(settings) as idx:
-            idx.refresh()
+            idx.refresh(analyse="none")  # each worker's plugin thread analyses what is due
         if report := outside_report(idx.outside):
             log.warning("%s", report)
         factory = {f.name: getattr(settings, f.name) for f in fields(settings)}

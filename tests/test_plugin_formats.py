@@ -29,6 +29,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlaskClient]:
     root = tmp_path_factory.mktemp("formats") / "site"
     make_corpus(root)
     app = create_app(root, BASE, watch=False, refresh_interval=0)  # plugins: the default
+    assert app.extensions["oai_repository"].index.wait_analysed(timeout=300)
     yield app.test_client()
     app.extensions["oai_repository"].index.close()
 

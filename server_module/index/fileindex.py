@@ -5,10 +5,11 @@
 (:mod:`server_module.index.scan`) and the rows side by side, both in byte order of the path,
 holding only the changes (:mod:`server_module.index.changes`); it hashes only files whose stat
 changed, and writes every change in one short transaction (:mod:`server_module.index.writer`),
-after the plugins have analysed the new and changed files (:mod:`server_module.plugins`),
-stamped with the second it takes the write lock in: a list's first page waits for such a
-transaction to commit (:meth:`FileIndex.snapshot`), so a harvester asking ``from=<its last
-harvest>`` misses nothing even when ``cp -p`` or ``rsync -a`` bring in files with old mtimes.
+stamped with the second it takes the write lock in (the plugins analyse the new and changed
+files after that commit: :mod:`server_module.index.analyser`): a list's first page waits
+for such a transaction to commit (:meth:`FileIndex.snapshot`), so a harvester asking
+``from=<its last harvest>`` misses nothing even when ``cp -p`` or ``rsync -a`` bring in files
+with old mtimes.
 
 Reading goes through :meth:`FileIndex.snapshot`: a read transaction on a per-thread connection,
 so a ``count`` and the page after it see one committed state (WAL mode keeps readers and the
@@ -30,16 +31,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 from coop_common.component import Component
 from server_module.exceptions import BaseURLChange, IndexSchemaError
-from server_module.index.changes import Changes, RefreshStats, find_changes
+from server_module.index.analyser import LOCK_SUFFIX, Analyser, Pass, analyse_pending
+from server_module.index.changes import RefreshStats, find_changes
 from server_module.index.scan import DEFAULT_EXCLUDES, Found, OutsideLink, Scanner
 from server_module.index.schema import create_tables, meta
 from server_module.index.snapshot import Snapshot
 from server_module.index.writer import adopt_base_url, known_rows, write_changes
 from server_module.plugins.runner import PluginRunner
-from server_module.plugins.survey import Survey, survey
 
 __all__ = [
     "DEFAULT_EXCLUDES",
@@ -56,7 +58,10 @@ log = logging.getLogger(__name__)
 # ctime as 0 so the next refresh hashes it once more (git's "racily clean" problem).
 RACY_WINDOW_NS = 2_000_000_000
 # The index's own files, should the index live inside the document root.
-INDEX_SUFFIXES = (b"", b"-wal", b"-shm", b"-journal", b".lock", b".owner")
+INDEX_SUFFIXES = (b"", b"-wal", b"-shm", b"-journal", b".lock", b".owner", LOCK_SUFFIX)
+# What a refresh does about the plugins' work once its rows are committed: run it to the end
+# ("wait"), have the index's own thread run it ("later"), or leave it to a later call.
+Analyse = Literal["wait", "later", "none"]
 
 
 def default_index_path(docroot: str | os.PathLike[str]) -> Path:
@@ -116,6 +121,7 @@ class FileIndex(Component):
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()
         self._secret: bytes | None = None
+        self._analyser = Analyser(self._pass(plugins)) if plugins else None
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -132,7 +138,10 @@ class FileIndex(Component):
         return self
 
     def close(self) -> None:
-        """Close every reader connection; the index can be opened again."""
+        """Stop the plugins' thread (after its batch) and close every reader connection; the
+        index can be opened again."""
+        if self._analyser is not None:
+            self._analyser.close()
         with self._readers_lock:
             readers, self._readers = list(self._readers), weakref.WeakSet()
         for conn in readers:
@@ -188,8 +197,11 @@ class FileIndex(Component):
 
     # -- refreshing -------------------------------------------------------------------------
 
-    def refresh(self, blocking: bool = True) -> RefreshStats | None:
-        """Bring the index up to date with the disk; None if another refresh holds the lock."""
+    def refresh(self, blocking: bool = True, *, analyse: Analyse = "wait") -> RefreshStats | None:
+        """Bring the index up to date with the disk; None if another refresh holds the lock.
+
+        The rows are committed first; then, with plugins, ``analyse`` says what becomes of
+        the analyses due (see :data:`Analyse`): a server has them run ``"later"``."""
         if self._secret is None:
             raise RuntimeError("the index is not open")
         with self._refresh_lock(blocking) as acquired:
@@ -203,16 +215,15 @@ class FileIndex(Component):
                 changes = find_changes(
                     known_rows(conn), self._scan(), racy_ns=racy_ns, base_url=self.base_url
                 )
-                found = self._survey(conn, changes)
-                if changes or found:
+                if changes:
                     # readers that need every row of its second wait: snapshot(settled=True)
-                    write_changes(conn, changes, self._clock, found)
+                    write_changes(conn, changes, self._clock)
             finally:
                 conn.close()
-        stats = replace(changes.stats(time.monotonic() - started), analysed=len(found.analyses))
+        stats = changes.stats(time.monotonic() - started)
         log.info(
             "refreshed %s: %d scanned, %d hashed, %d added, %d changed, %d deleted, "
-            "%d unchanged, %d analysed in %.3f s",
+            "%d unchanged in %.3f s",
             self.docroot,
             stats.scanned,
             stats.hashed,
@@ -220,10 +231,35 @@ class FileIndex(Component):
             stats.changed,
             stats.deleted,
             stats.unchanged,
-            stats.analysed,
             stats.seconds,
         )
+        if analyse == "wait":
+            stats = replace(stats, analysed=self.analyse())
+        elif analyse == "later":
+            self.analyse_later()
         return stats
+
+    # -- the plugins' work ------------------------------------------------------------------
+
+    def analyse(self) -> int:
+        """Run the analyses due to the end, in this thread; the number of results made."""
+        if self._analyser is None:
+            return 0
+        return analyse_pending(self._analyser.job)
+
+    def analyse_later(self) -> None:
+        """Have the index's own thread run the analyses due (:mod:`.analyser`)."""
+        if self._analyser is not None:
+            self._analyser.later()
+
+    def wait_analysed(self, timeout: float = 60.0) -> bool:
+        """Wait until this process's plugin thread is idle; False after ``timeout`` seconds."""
+        return self._analyser is None or self._analyser.wait(timeout)
+
+    def _pass(self, plugins: PluginRunner) -> Pass:
+        root = os.fsencode(os.path.abspath(self.docroot))
+        lock = Path(os.fsdecode(os.fsencode(self.path) + LOCK_SUFFIX))
+        return Pass(self._connect, lock, plugins, root, self._clock)
 
     @contextmanager
     def _refresh_lock(self, blocking: bool) -> Iterator[bool]:
@@ -238,13 +274,6 @@ class FileIndex(Component):
             yield True
         finally:
             os.close(fd)  # releases the lock
-
-    def _survey(self, conn: sqlite3.Connection, changes: Changes) -> Survey:
-        """The plugins' results still missing (:mod:`server_module.plugins.survey`)."""
-        if not self.plugins:
-            return Survey()
-        root = os.fsencode(os.path.abspath(self.docroot))
-        return survey(conn, self.plugins, root, changes.upserts, changes.deletions)
 
     def _scan(self) -> Iterator[Found]:
         index = os.fsencode(os.path.realpath(self.path))

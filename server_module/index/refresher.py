@@ -95,7 +95,7 @@ class Refresher:
     def _skipped(self) -> bool:
         """Refresh unless another process is at it; True when skipped for that reason."""
         try:
-            stats = self.index.refresh(blocking=False)
+            stats = self.index.refresh(blocking=False, analyse="later")
         except Exception:  # a failed refresh must not kill the thread: log, retry later
             log.exception("index refresh failed; the next one is in %ss", self.interval)
             return False

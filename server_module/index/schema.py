@@ -44,6 +44,8 @@ CREATE INDEX IF NOT EXISTS files_by_date ON files (datestamp, identifier, delete
 CREATE INDEX IF NOT EXISTS files_by_major
     ON files (mime_major, datestamp, identifier, deleted, mime);
 CREATE INDEX IF NOT EXISTS files_by_mime ON files (mime, datestamp, identifier, deleted);
+-- A batch of plugin results restamps the files of its digests.
+CREATE INDEX IF NOT EXISTS files_by_sha256 ON files (sha256);
 CREATE TABLE IF NOT EXISTS analyses (
     sha256 TEXT NOT NULL,
     label TEXT NOT NULL,

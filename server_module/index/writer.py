@@ -1,4 +1,5 @@
-"""The index's write side: a refresh's changes, or a new base URL, in one transaction each.
+"""The index's write side: a refresh's changes, a batch of plugin results, or a new base URL,
+in one transaction each.
 
 A write transaction takes SQLite's write lock first (``BEGIN IMMEDIATE``) and stamps every
 row it writes with the clock's second at that moment, never earlier than a datestamp already
@@ -8,21 +9,23 @@ file's mtime. A list's first page waits for a transaction in flight to commit
 responseDate. Before it commits, a transaction that changed what the protocol shows also
 keeps the item counts per MIME type (so a first page need not count) and bumps the
 generation (:mod:`server_module.lists.pagecache`). A removed file keeps its row with
-``deleted = 1`` (§2.5.1, persistent deletion).
+``deleted = 1`` (§2.5.1, persistent deletion). Plugin results come after the rows, in
+batches (:mod:`server_module.index.analyser`): each batch moves the datestamps of the files
+it describes, whose records changed.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+from coop_common.analysis import Analysis
 from server_module.index.changes import Changes, Known
 from server_module.index.rebase import rebase
 from server_module.index.schema import meta
 from server_module.plugins import store
-from server_module.plugins.survey import Survey
 
 Clock = Callable[[], float]
 
@@ -47,12 +50,10 @@ def known_rows(conn: sqlite3.Connection) -> Iterator[Known]:
     return map(Known._make, rows)
 
 
-def write_changes(
-    conn: sqlite3.Connection, plan: Changes, clock: Clock, survey: Survey | None = None
-) -> None:
-    """All of a refresh's changes, and its plugins' results, in one short transaction,
-    stamped with the second it took the lock in."""
-    survey = survey or Survey()
+def write_changes(conn: sqlite3.Connection, plan: Changes, clock: Clock) -> None:
+    """All of a refresh's changes in one short transaction, stamped with the second it took
+    the lock in; new or changed files leave the plugins' work incomplete (``plugin_labels``,
+    :mod:`server_module.plugins.survey`)."""
     with _transaction(conn):
         now = _stamp(conn, clock)
         conn.executemany(_UPSERT, [(*row, now) for row in sorted(plan.upserts)])
@@ -61,27 +62,39 @@ def write_changes(
             "UPDATE files SET deleted = 1, datestamp = ? WHERE relpath = ?",
             [(now, rel) for rel in plan.deletions],
         )
-        _keep_survey(conn, survey, now)
+        if plan.upserts:
+            conn.execute("DELETE FROM meta WHERE key = 'plugin_labels'")
         if plan.upserts or plan.deletions:
             store.prune(conn)
             _store_counts(conn)
-        if plan.upserts or plan.deletions or survey.restamp:
             _bump_generation(conn)
 
 
-def _keep_survey(conn: sqlite3.Connection, survey: Survey, now: int) -> None:
-    """The plugins' results; an unchanged file that got some has a new record: a new
-    datestamp (OAI-PMH 2.0 §2.7.1)."""
-    store.save(conn, survey.analyses)
-    conn.executemany(
-        "UPDATE files SET datestamp = ? WHERE relpath = ? AND deleted = 0",
-        [(now, rel) for rel in survey.restamp],
-    )
-    if survey.labels is not None:
-        conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('plugin_labels', ?)",
-            (survey.labels,),
+def write_analyses(conn: sqlite3.Connection, analyses: Sequence[Analysis], clock: Clock) -> None:
+    """A batch of plugin results; each present file they describe has a new record, so a new
+    datestamp (OAI-PMH 2.0 §2.7.1): the second this transaction took the lock in."""
+    if not analyses:
+        return
+    with _transaction(conn):
+        now = _stamp(conn, clock)
+        store.save(conn, analyses)
+        conn.executemany(
+            "UPDATE files SET datestamp = ? WHERE sha256 = ? AND deleted = 0",
+            [(now, sha) for sha in sorted({a.sha256 for a in analyses})],
         )
+        _bump_generation(conn)
+
+
+def finish_analyses(conn: sqlite3.Connection, labels: str, done: Callable[[], bool]) -> bool:
+    """Record that the plugin set ``labels`` has analysed every file, if ``done()`` still says
+    so under the write lock (no refresh brought files in since); whether it did."""
+    with _transaction(conn):
+        if not done():
+            return False
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('plugin_labels', ?)", (labels,)
+        )
+        return True
 
 
 def adopt_base_url(conn: sqlite3.Connection, base_url: str, clock: Clock) -> None:

@@ -7,9 +7,10 @@ formats (libmagic, PRONOM through fido) and read embedded metadata (ExifTool, pd
 mediainfo). :mod:`~server_module.plugins.child` runs each tool under time, memory and output
 limits; :mod:`~server_module.plugins.runner` runs them in parallel within a CPU budget;
 :mod:`~server_module.plugins.store` keeps the results in the index keyed by the file's SHA-256
-digest, so a file is analysed once per version, and :mod:`~server_module.plugins.survey`
-decides what a refresh has them analyse. This package imports only :mod:`coop_common` and
-:mod:`server_module.index.schema`.
+digest, so a file is analysed once per version; :mod:`~server_module.plugins.survey` finds
+what the index's rows still lack (:mod:`server_module.index.analyser` has it analysed after
+a refresh has committed the rows, off the request path). This package imports only
+:mod:`coop_common` and :mod:`server_module.index.schema`.
 """
 
 from __future__ import annotations

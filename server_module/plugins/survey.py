@@ -1,11 +1,13 @@
-"""What a refresh has the plugins analyse: each plugin's files without a result for their
-current version, and the results, gathered before the refresh's write transaction opens.
+"""What the plugins still have to analyse: each present file version (by SHA-256 digest)
+without a result from each plugin that applies to its MIME type.
 
-A refresh's new and changed files are analysed unless a copy of the same bytes has been
-(results are kept by digest). Files the index already held are looked at only when the set
-of plugins differs from the one the index last completed a survey with (an index made before
-plugins existed, or a plugin added to the settings): each then gets its missing results once,
-and its datestamp moves on (its record changed), so that an incremental harvest sees it.
+A refresh commits its rows first and leaves the analyses to
+:mod:`server_module.index.analyser`. A refresh that adds or changes files clears the
+``plugin_labels`` entry of the index's ``meta`` table; an analysis pass that finds nothing
+left sets it to the plugin set, so that later passes know at once that nothing is due. An
+index made before plugins existed, a pass cut short (the process killed), or a plugin added
+to the settings all leave it different from the plugin set: the next pass looks at every
+file, and analyses those still missing a result, each once.
 """
 
 from __future__ import annotations
@@ -13,73 +15,59 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
-from coop_common.analysis import Analysis
 from server_module.index.schema import meta
 from server_module.plugins import store
 from server_module.plugins.runner import PluginRunner, Subject
 from server_module.plugins.spec import Plugin
 
-Row = tuple[bytes, str, str, int, int]  # relpath, sha256, mime, size, mtime_ns
+Work = list[tuple[Plugin, list[Subject]]]
 
 
-@dataclass
-class Survey:
-    """The results to keep, the present files they restamp, and the plugin set to record."""
+@dataclass(frozen=True, slots=True)
+class Due:
+    """A file version and the plugins it still lacks a result from."""
 
-    analyses: list[Analysis] = field(default_factory=list)
-    restamp: list[bytes] = field(default_factory=list)  # unchanged files analysed: relpaths
-    labels: str | None = None  # the plugin set, when this survey looked at every file
-
-    def __bool__(self) -> bool:
-        return bool(self.analyses or self.labels is not None)
+    subject: Subject
+    plugins: tuple[Plugin, ...]
 
 
 def labels_key(runner: PluginRunner) -> str:
     return json.dumps(sorted(runner.labels))
 
 
-def survey(
+def complete(conn: sqlite3.Connection, runner: PluginRunner) -> bool:
+    """Whether the last pass found nothing due under this plugin set and no file came since."""
+    return meta(conn, "plugin_labels") == labels_key(runner)
+
+
+def pending(
     conn: sqlite3.Connection,
     runner: PluginRunner,
     docroot: bytes,
-    upserts: Sequence[tuple[object, ...]],
-    deletions: Sequence[bytes],
-) -> Survey:
-    """Run ``runner``'s plugins where a result is missing (see the module docstring)."""
-    found = Survey()
-    fresh: list[Row] = [
-        (r[0], r[7], r[8], r[2], r[3])  # type: ignore[misc]
-        for r in upserts
-    ]
-    key = labels_key(runner)
-    whole = meta(conn, "plugin_labels") != key
-    skip = {r[0] for r in fresh} | set(deletions)
-    old: dict[str, set[bytes]] = {}
-    work: list[tuple[Plugin, list[Subject]]] = []
+    tried: Collection[tuple[str, str]] = (),
+) -> list[Due]:
+    """Each file version a plugin applies to and has no result for, but for the (digest,
+    label) pairs in ``tried`` (run already in this pass: a file that changed under its tool
+    gets no result, and is hashed and analysed again by a later refresh)."""
+    due: dict[str, tuple[Subject, list[Plugin]]] = {}
     for plugin in runner.plugins:
-        subjects: dict[str, Subject] = {}
-        for rel, sha, mime, size, mtime in fresh:
-            if (
-                sha not in subjects
-                and plugin.applies_to(mime)
-                and not store.analysed(conn, sha, plugin.label)
-            ):
-                subjects[sha] = _subject(docroot, rel, sha, mime, size, mtime)
-        if whole:
-            for rel, sha, mime, size, mtime in store.unanalysed(conn, plugin.label):
-                if rel not in skip and plugin.applies_to(mime):
-                    subjects.setdefault(sha, _subject(docroot, rel, sha, mime, size, mtime))
-                    old.setdefault(sha, set()).add(rel)
-        work.append((plugin, list(subjects.values())))
-    found.analyses = runner.analyse(work)
-    done = {a.sha256 for a in found.analyses}
-    found.restamp = sorted(rel for sha in old.keys() & done for rel in old[sha])
-    found.labels = key if whole else None
-    return found
+        for rel, sha, mime, size, mtime in store.unanalysed(conn, plugin.label):
+            if (sha, plugin.label) in tried or not plugin.applies_to(mime):
+                continue
+            path = os.path.join(docroot, rel)
+            plugins = due.setdefault(sha, (Subject(sha, path, mime, size, mtime), []))[1]
+            if not plugins or plugins[-1] is not plugin:  # a copy: the same version again
+                plugins.append(plugin)
+    return [Due(subject, tuple(plugins)) for subject, plugins in due.values()]
 
 
-def _subject(docroot: bytes, rel: bytes, sha: str, mime: str, size: int, mtime: int) -> Subject:
-    return Subject(sha, os.path.join(docroot, rel), mime, size, mtime)
+def work(batch: Sequence[Due]) -> Work:
+    """``batch`` as the runner takes it: each plugin with its files."""
+    by_plugin: dict[str, tuple[Plugin, list[Subject]]] = {}
+    for due in batch:
+        for plugin in due.plugins:
+            by_plugin.setdefault(plugin.label, (plugin, []))[1].append(due.subject)
+    return list(by_plugin.values())
