@@ -42,14 +42,19 @@ def create_app(
     formats: FormatRegistry | None = None,
     refresh: bool = True,
     lock: bool = True,
+    settings: ProviderSettings | None = None,
     **flags: Any,
 ) -> Flask:
-    """Build the provider; settings layer as defaults < ``config_file`` < env < arguments.
+    """Build the provider; settings layer as defaults < ``config_file`` < env < arguments,
+    unless given whole as ``settings`` (``serve``'s workers: a flag cannot say "none").
 
     The index is locked first, shared (:mod:`server_module.index.lock`), for as long as the
     application lives; ``lock=False`` when the caller holds the lock (``serve``'s workers).
     """
-    settings = load_settings(config_file=config_file, docroot=docroot, base_url=base_url, **flags)
+    if settings is None:
+        settings = load_settings(
+            config_file=config_file, docroot=docroot, base_url=base_url, **flags
+        )
     index = file_index(settings)
     owner = IndexLock(index.path, shared=True).open() if lock else None
     try:

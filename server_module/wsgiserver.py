@@ -8,7 +8,7 @@ lock it inherited) then opens it without a start-up refresh and keeps it current
 from __future__ import annotations
 
 import logging
-from dataclasses import fields
+from dataclasses import replace
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -24,8 +24,8 @@ log = logging.getLogger(__name__)
 
 
 class ProviderServer(BaseApplication):  # type: ignore[misc]
-    def __init__(self, factory_kwargs: dict[str, Any], options: dict[str, Any]) -> None:
-        self.factory_kwargs = factory_kwargs
+    def __init__(self, settings: ProviderSettings, options: dict[str, Any]) -> None:
+        self.settings = settings
         self.options = options
         super().__init__()
 
@@ -36,7 +36,7 @@ class ProviderServer(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         from server_module.app import create_app
 
-        return create_app(refresh=False, lock=False, **self.factory_kwargs)
+        return create_app(refresh=False, lock=False, settings=self.settings)
 
 
 def serve_forever(settings: ProviderSettings) -> int:
@@ -50,8 +50,8 @@ def serve_forever(settings: ProviderSettings) -> int:
             idx.refresh(analyse="none")  # each worker's plugin thread analyses what is due
         if report := outside_report(idx.outside):
             log.warning("%s", report)
-        factory = {f.name: getattr(settings, f.name) for f in fields(settings)}
-        ProviderServer({**factory, "index_path": idx.path}, _options(settings)).run()
+        # the settings whole: as flags, an empty list (builtin_plugins = []) would not override
+        ProviderServer(replace(settings, index_path=idx.path), _options(settings)).run()
     return 0
 
 
