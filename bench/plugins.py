@@ -136,11 +136,16 @@ def run(argv: list[str]) -> Report:
     assert runner is not None
     full = FileIndex(_fresh(OUT / "plugins.sqlite"), root, BASE, plugins=runner).open()
     started = time.monotonic()
-    stats = full.refresh()
+    stats = full.refresh(analyse="none")  # as serve: the rows, listed at once
+    rows_s = time.monotonic() - started
+    made = full.analyse()  # then the analyses, in batches
     full_s = time.monotonic() - started
     assert stats is not None
     report.rows.append(
-        ["index, built-in plugins", stats.scanned, full_s, stats.scanned / full_s, stats.analysed]
+        ["rows committed, plugins to follow", stats.scanned, rows_s, stats.scanned / rows_s, 0]
+    )
+    report.rows.append(
+        ["index, built-in plugins", stats.scanned, full_s, stats.scanned / full_s, made]
     )
     first_runs = dict(runner.runs)
     tool_s = dict(runner.seconds)

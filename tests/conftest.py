@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,28 @@ def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
         "refresh_interval": 0,
         **settings,
     }
-    return start_wsgi("server_module.app:create_app", kwargs, ready_path="/oai?verb=Identify")
+    server = start_wsgi("server_module.app:create_app", kwargs, ready_path="/oai?verb=Identify")
+    if settings.get("plugins", True):
+        try:
+            wait_analysed(index)
+        except BaseException:
+            server.stop()
+            raise
+    return server
+
+
+def wait_analysed(index: Path, seconds: float = 120.0) -> None:
+    """Wait until a provider's plugins, which run after its rows are committed, have
+    analysed every file (the index then records its plugin set), so that a test's harvests
+    see no datestamps move under them."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with sqlite3.connect(index) as conn:
+            done = conn.execute("SELECT 1 FROM meta WHERE key = 'plugin_labels'").fetchone()
+        if done:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{index}: the plugins did not finish within {seconds} s")
 
 
 class OAIClient:

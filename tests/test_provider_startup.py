@@ -284,6 +284,9 @@ def test_index_prints_a_sentence(site: Manifest, tmp_path: Path) -> None:
     first = done.stdout.splitlines()[0]
     sentence = (
         rf"\d+ files scanned \(\d+ hashed\): {len(site.public)} added, 0 changed, 0 deleted, "
-        r"0 unchanged, in \d+\.\d\d s"
+        r"0 unchanged, in \d+\.\d\d s; committed"
     )
     assert re.fullmatch(re.escape(f"{tmp_path / 'idx.sqlite'}: ") + sentence, first), first
+    # then the plugins (on by default) run to the end before the command exits
+    last = done.stdout.splitlines()[-1]
+    assert re.fullmatch(r"plugins: [1-9]\d* results in \d+\.\d\d s", last), last
