@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sickle import Sickle
 from sickle.oaiexceptions import NoRecordsMatch
@@ -101,9 +102,9 @@ def test_a_burst_is_one_refresh_and_the_watch_stops_with_the_refresher(tmp_path:
         refreshes: list[int] = []
         plain = index.refresh
 
-        def counted(blocking: bool = True) -> object:
+        def counted(blocking: bool = True, **how: Any) -> object:
             refreshes.append(1)
-            return plain(blocking)
+            return plain(blocking, **how)
 
         index.refresh = counted  # type: ignore[method-assign]
         refresher = Refresher(index, LONG_INTERVAL, watch=True)
