@@ -34,6 +34,9 @@ class HarvestSettings:
     mode: str = "auto"  # auto | oai | records | resourcesync | crawl
     sets: tuple[str, ...] = ()
     oai_strategy: str = "get"  # get | didl
+    # A list that ends later than its bound is read again from it, at most this many times,
+    # until nothing new appears (records changed while it was read: harvester/listed/catchup.py)
+    catch_up_passes: int = 3
     # Format identification of each payload in its DIDL record
     # (harvester/archive/formatid/identifier.py):
     # auto (magic for the crawl, ResourceSync and records mode, which have no provider's DIDL)
@@ -206,6 +209,8 @@ def _check(values: Mapping[str, Any]) -> None:
         if url is not None:
             _check_url(name, url)
     _check_workers(values)
+    if int(values.get("catch_up_passes", 0)) < 0:
+        raise ValueError("catch_up_passes must be 0 (none) or more")
     if int(values.get("fetch_processes", 0)) < 0:
         raise ValueError("fetch_processes must be 0 (one a core) or more")
     if int(values.get("browser_tabs", 0)) < 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,20 @@ NS = {"oai": "http://www.openarchives.org/OAI/2.0/"}
 
 
 def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
+    """The provider on a loopback port, its index refreshed. Its plugins are off unless
+    ``plugins=True``: they analyse after the rows are listed and move the records'
+    datestamps (``docs/plugins.md``), so with them the start waits until they are done
+    (:func:`wait_analysed`), that the tests' harvests see no record change under them."""
     kwargs = {
         "docroot": str(root),
         "base_url": "http://{host}:{port}",
         "index_path": str(index),
         "refresh_interval": 0,
+        "plugins": False,
         **settings,
     }
     server = start_wsgi("server_module.app:create_app", kwargs, ready_path="/oai?verb=Identify")
-    if settings.get("plugins", True):
+    if kwargs["plugins"]:
         try:
             wait_analysed(index)
         except BaseException:
@@ -40,12 +46,11 @@ def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
 
 
 def wait_analysed(index: Path, seconds: float = 120.0) -> None:
-    """Wait until a provider's plugins, which run after its rows are committed, have
-    analysed every file (the index then records its plugin set), so that a test's harvests
-    see no datestamps move under them."""
+    """Wait until a provider's plugins have analysed every file (the index then records its
+    plugin set)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        with sqlite3.connect(index) as conn:
+        with closing(sqlite3.connect(index)) as conn:
             done = conn.execute("SELECT 1 FROM meta WHERE key = 'plugin_labels'").fetchone()
         if done:
             return
@@ -83,7 +88,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Manifest:
 @pytest.fixture(scope="module")
 def provider(site: Manifest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     index = tmp_path_factory.mktemp("index") / "index.sqlite"
-    with start_provider(site.root, index, page_size=7, records_page_size=5) as server:
+    with start_provider(site.root, index, page_size=7, records_page_size=5, plugins=True) as server:
         yield server
 
 

@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from server_module.app import create_app as provider_app
+from tests.apps import analysed_provider
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 def create_app(hold: float = 0.03, list_hold: float = 0.0, **settings: Any) -> WSGIApp:
     """``server_module.app.create_app(**settings)``, each request held and counted."""
-    app = provider_app(**settings)
+    app = analysed_provider(**settings)
     lock = threading.Lock()
     in_flight = most = 0
     log: list[tuple[float, float, str, str]] = []

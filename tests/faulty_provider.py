@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from server_module.app import create_app
+from tests.apps import analysed_provider
 from tests.servers import RunningServer, start_wsgi
 
 StartResponse = Callable[..., Any]
@@ -73,7 +73,7 @@ def start_faulty(root: Path, tmp_path: Path, fault: str) -> RunningServer:
 def faulty(fault: str, **kwargs: Any) -> WSGIApp:
     if fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}")
-    app = create_app(**kwargs)
+    app = analysed_provider(**kwargs)
     seen = {"tokens": 0, "lists": 0, "healed": 0}
     aliases: dict[str, str] = {}
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from server_module.app import create_app as provider_app
+from tests.apps import analysed_provider
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -22,7 +22,7 @@ def create_app(record_to: str, force_gzip: bool = False, **settings: Any) -> WSG
     """``server_module.app.create_app(**settings)``, recording each ``/oai`` body sent; with
     ``force_gzip``, every ``/oai`` body is gzip-coded whatever the client accepts (as a
     misconfigured server might)."""
-    app = provider_app(**settings)
+    app = analysed_provider(**settings)
     folder = Path(record_to)
     folder.mkdir(parents=True, exist_ok=True)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from server_module.app import create_app
+from tests.apps import analysed_provider
 
 StartResponse = Callable[..., Any]
 
@@ -18,7 +18,7 @@ StartResponse = Callable[..., Any]
 def redirecting(
     redirects: dict[str, str], **kwargs: Any
 ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
-    app = create_app(**kwargs)
+    app = analysed_provider(**kwargs)
 
     def wrapped(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         location = redirects.get(environ.get("PATH_INFO", ""))

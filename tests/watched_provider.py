@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from server_module.app import create_app
 from server_module.index.fileindex import FileIndex
+from tests.apps import analysed_provider
 from tests.faulty_provider import start_response_ignored
 
 StartResponse = Callable[..., Any]
@@ -38,7 +38,7 @@ def watched(
     missing: list[Any] | None = None,
     **kwargs: Any,
 ) -> Callable[[Environ, StartResponse], Iterable[bytes]]:
-    app = create_app(**kwargs)
+    app = analysed_provider(**kwargs)
     lock = threading.Lock()
     seen = {"changed": False, "broken": False, "missing": 0, "set": None}
 

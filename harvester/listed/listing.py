@@ -32,6 +32,7 @@ from harvester.exceptions import (
 )
 from harvester.http.limits import oai_limits
 from harvester.listed.carried import CarriedPage, carried_page
+from harvester.listed.catchup import ListWatch
 from harvester.listed.elision import Carried, digest
 from harvester.listed.listpage import write_page
 from harvester.listed.prefetcher import Prefetcher
@@ -64,6 +65,8 @@ class Lister:
 
     def __post_init__(self) -> None:
         self._deciding = self.decide_mode
+        self._watch = ListWatch(self.endpoint.granularity)
+        self._began: str | None = None  # this run's first list's first responseDate
 
     @property
     def site(self) -> str:
@@ -85,8 +88,10 @@ class Lister:
         self.state.lists.advance(self.keys, self.state.oldest_unarchived(self.site))
 
     def started(self) -> str | None:
-        """The responseDate of this run's first list: when listing began."""
-        return self.state.lists.started(self.keys)
+        """The responseDate of this run's first list: when listing began (a catch-up pass
+        moves a list's bound, not this)."""
+        dates = [d for d in (self.state.lists.started(self.keys), self._began) if d]
+        return min(dates, default=None)
 
     # -- one list --------------------------------------------------------------------
 
@@ -102,12 +107,40 @@ class Lister:
         else:
             from_ = self._from_date(position.harvested_until)
             self.state.lists.start(key, from_)
+        self._watch = ListWatch(self.endpoint.granularity)
+        return self._read(key, from_, token, expired) and self._catch_up(key, expired)
+
+    def _read(
+        self, key: ListKey, from_: str | None, token: str | None, expired: Callable[[], bool]
+    ) -> bool:
         try:
             return self._pages(key, from_, token, expired)
         except BadResumptionToken:
             log.warning("the provider refused the saved token; restarting the list from %s", from_)
             self.state.lists.start(key, from_)
             return self._pages(key, from_, None, expired)
+
+    def _catch_up(self, key: ListKey, expired: Callable[[], bool]) -> bool:
+        """Read the list again from its bound while records changed during the last pass
+        (:mod:`harvester.listed.catchup`); False if the run's time ran out first."""
+        while (from_ := self._watch.next_from(self.settings.catch_up_passes)) is not None:
+            if expired():
+                return False
+            bound = self._watch.bound
+            log.info(
+                "set %s changed while it was listed (until %s): catch-up pass %d from %s",
+                key.set_spec or "(all)",
+                self._watch.last,
+                self._watch.passes + 1,
+                from_,
+            )
+            self._watch.begin(from_)
+            self.state.lists.start(key, from_)
+            if not self._read(key, from_, None, expired):
+                return False
+            if self.state.lists.position(key).response_date is None and bound is not None:
+                self.state.lists.page(key, None, bound)  # nothing since: the bound stays
+        return True
 
     def _from_date(self, harvested_until: str | None) -> str | None:
         if harvested_until is None:
@@ -131,7 +164,7 @@ class Lister:
                 # it (and archives its exchange) again.
                 after = page_token if page is None else before
                 self.state.record_page(self.site, listed, key, after, response_date)
-                self.summary.listed += len(listed)
+                self.summary.listed += self._watch.page(listed, response_date, self._bound(key))
                 if page is not None:
                     self._archive_page(page)
                     self.referenced_bytes += page.referenced_bytes
@@ -144,14 +177,27 @@ class Lister:
                     return False
                 asked = time.monotonic()
         except NoRecordsMatch:
-            # The next run lists from the same date: an empty list moves nothing forward.
-            log.info("nothing new since %s", from_)
+            if before is not None:  # a resumed page: the records left changed meanwhile
+                log.info("the list ended early: its last records changed while it was read")
+                self._watch.ended_early()
+            else:  # the next run lists from the same date: an empty list moves nothing forward
+                log.info("nothing new since %s", from_)
         except CannotDisseminateFormat:
             if not self._deciding:
                 raise
             self._decided(key, why="it has no oai_didl records")
         self.state.lists.finish(key)
         return True
+
+    def _bound(self, key: ListKey) -> str | None:
+        """The list's bound as the state keeps it (its first page's responseDate), asked
+        until known."""
+        if self._watch.bound is not None:
+            return self._watch.bound
+        bound = self.state.lists.position(key).response_date
+        if bound is not None and (self._began is None or bound < self._began):
+            self._began = bound
+        return bound
 
     def _decide(self, key: ListKey, listed: list[Listed]) -> None:
         """On the first page an endpoint ever lists: a mod_oai site's identifiers are its
