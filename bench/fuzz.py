@@ -31,7 +31,7 @@ from tests.fuzz_provider import (
     socket_corpus,
 )
 from tests.fuzz_requests import send_app, send_socket, wires
-from tests.servers import start_command
+from tests.servers import start_command, wait_analysed
 from tests.sites import make_site
 
 OUT = Path(__file__).resolve().parent / "out" / "fuzz"
@@ -97,6 +97,7 @@ def run(argv: list[str]) -> Report:
     local, local_s = fuzz(lambda wire: send_app(client, wire), corpus, args.examples)
     argv_ = serve_argv(site.root, OUT / "gunicorn.sqlite")
     with start_command(argv_, env=GUNICORN_ENV, ready_path="/oai?verb=Identify") as server:
+        wait_analysed(OUT / "gunicorn.sqlite")  # the plugins' restamps done before the fuzz
         remote_corpus = socket_corpus(server)
         remote, remote_s = fuzz(
             lambda wire: send_socket(server.host, server.port, wire),

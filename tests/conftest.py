@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +12,7 @@ from lxml import etree
 
 from tests.pgcluster import PGCluster
 from tests.schemas import assert_valid
-from tests.servers import RunningServer, start_wsgi
+from tests.servers import RunningServer, start_wsgi, wait_analysed
 from tests.sites import Manifest, make_site
 
 OAI = "{http://www.openarchives.org/OAI/2.0/}"
@@ -43,19 +40,6 @@ def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
             server.stop()
             raise
     return server
-
-
-def wait_analysed(index: Path, seconds: float = 120.0) -> None:
-    """Wait until a provider's plugins have analysed every file (the index then records its
-    plugin set)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with closing(sqlite3.connect(index)) as conn:
-            done = conn.execute("SELECT 1 FROM meta WHERE key = 'plugin_labels'").fetchone()
-        if done:
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"{index}: the plugins did not finish within {seconds} s")
 
 
 class OAIClient:

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -22,8 +23,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 HOST = "127.0.0.1"
 
@@ -174,3 +176,16 @@ def serve_pages(pages: Mapping[str, bytes], host: str = HOST) -> Iterator[PagesS
 
 def _repo_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def wait_analysed(index: Path, seconds: float = 120.0) -> None:
+    """Wait until a provider's plugins have analysed every file (the index then records its
+    plugin set)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with closing(sqlite3.connect(index)) as conn:
+            done = conn.execute("SELECT 1 FROM meta WHERE key = 'plugin_labels'").fetchone()
+        if done:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{index}: the plugins did not finish within {seconds} s")
