@@ -175,21 +175,11 @@ def _links(rng: random.Random, quality: list[list[float]]) -> list[list[list[Lin
     return links
 
 
-def site(
-    index: int,
-    *,
-    seed: int = 1,
-    hosts: int = 8,
-    min_pages: int = 200,
-    max_pages: int = 400,
-    fastest: float = 0.01,
-    slowest: float = 0.2,
-    slow_share: float = 0.22,
-    jitter: float = 0.3,
-) -> WSGIApp:
-    """Host ``index`` of :func:`synthetic_web`, throttled to its own speed: an average page
-    takes its service time, 40 % of it waiting and 60 % transferring the body."""
-    web = synthetic_web(seed, hosts, min_pages, max_pages, fastest, slowest, slow_share)
+def site(index: int, *, seed: int = 1, jitter: float = 0.3, **shape: Any) -> WSGIApp:
+    """Host ``index`` of :func:`synthetic_web` (``seed`` and ``shape``, its other arguments),
+    throttled to its own speed: an average page takes its service time, 40 % of it waiting
+    and 60 % transferring the body."""
+    web = synthetic_web(seed, **shape)
     service = web.service_s[index]
     bandwidth = MEAN_SIZE / ((1 - LATENCY_SHARE) * service)
     throttle = Throttle(LATENCY_SHARE * service, bandwidth, jitter, seed * 1000 + index)
