@@ -21,12 +21,12 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.run.lock import CollectionLock
+from tests.commands import HARVESTER, harvester
 from tests.conftest import start_plain_site, start_provider
 from tests.servers import RunningServer
 from tests.sites import Manifest, make_site
 from tests.test_read_only import read_only
 
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 KILLED_AT = 10  # groups
 
 
@@ -49,12 +49,6 @@ def killed(site: tuple[Manifest, RunningServer], tmp_path_factory: pytest.TempPa
     assert done.returncode == -9, done.stderr.decode()[-2000:]
     assert list((out / "warcs").glob("*.warc.gz.open"))
     return out
-
-
-def harvester(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARVESTER, *argv], capture_output=True, text=True, timeout=300, check=False
-    )
 
 
 def responses(folder: Path) -> int:
