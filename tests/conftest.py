@@ -19,7 +19,17 @@ OAI = "{http://www.openarchives.org/OAI/2.0/}"
 NS = {"oai": "http://www.openarchives.org/OAI/2.0/"}
 
 
-def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
+def start_provider(
+    root: Path,
+    index: Path,
+    *,
+    app: str = "server_module.app:create_app",
+    ready_path: str = "/oai?verb=Identify",
+    env: dict[str, str] | None = None,
+    **settings: Any,
+) -> RunningServer:
+    """The provider of the site at ``root`` on a loopback port, with ``settings``: the app's
+    own, or ``app``, a test's wrapper of it taking the same settings (and its own)."""
     kwargs = {
         "docroot": str(root),
         "base_url": "http://{host}:{port}",
@@ -27,7 +37,12 @@ def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
         "refresh_interval": 0,
         **settings,
     }
-    return start_wsgi("server_module.app:create_app", kwargs, ready_path="/oai?verb=Identify")
+    return start_wsgi(app, kwargs, ready_path=ready_path, env=env)
+
+
+def start_plain_site(root: Path, index: Path) -> RunningServer:
+    """The site's files with no OAI-PMH endpoint or ResourceSync to find: what a crawl meets."""
+    return start_provider(root, index, endpoint="/not-oai", resourcesync=False)
 
 
 class OAIClient:
