@@ -19,11 +19,21 @@ OAI = "{http://www.openarchives.org/OAI/2.0/}"
 NS = {"oai": "http://www.openarchives.org/OAI/2.0/"}
 
 
-def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
-    """The provider on a loopback port, its index refreshed. Its plugins are off unless
-    ``plugins=True``: they analyse after the rows are listed and move the records'
-    datestamps (``docs/plugins.md``), so with them the start waits until they are done
-    (:func:`wait_analysed`), that the tests' harvests see no record change under them."""
+def start_provider(
+    root: Path,
+    index: Path,
+    *,
+    app: str = "server_module.app:create_app",
+    ready_path: str = "/oai?verb=Identify",
+    env: dict[str, str] | None = None,
+    **settings: Any,
+) -> RunningServer:
+    """The provider of the site at ``root`` on a loopback port, with ``settings``: the app's
+    own, or ``app``, a test's wrapper of it taking the same settings (and its own). Its
+    plugins are off unless ``plugins=True``: they analyse after the rows are listed and move
+    the records' datestamps (``docs/plugins.md``), so with them the start waits until they
+    are done (:func:`~tests.servers.wait_analysed`), that the tests' harvests see no record
+    change under them."""
     kwargs = {
         "docroot": str(root),
         "base_url": "http://{host}:{port}",
@@ -32,7 +42,7 @@ def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
         "plugins": False,
         **settings,
     }
-    server = start_wsgi("server_module.app:create_app", kwargs, ready_path="/oai?verb=Identify")
+    server = start_wsgi(app, kwargs, ready_path=ready_path, env=env)
     if kwargs["plugins"]:
         try:
             wait_analysed(index)
@@ -40,6 +50,11 @@ def start_provider(root: Path, index: Path, **settings: Any) -> RunningServer:
             server.stop()
             raise
     return server
+
+
+def start_plain_site(root: Path, index: Path) -> RunningServer:
+    """The site's files with no OAI-PMH endpoint or ResourceSync to find: what a crawl meets."""
+    return start_provider(root, index, endpoint="/not-oai", resourcesync=False)
 
 
 class OAIClient:

@@ -19,7 +19,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 from tests.apps import analysed_provider
-from tests.servers import RunningServer, start_wsgi
+from tests.conftest import start_provider
+from tests.servers import RunningServer
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -58,16 +59,14 @@ ITEMS = re.compile(rb"<record>.*?</record>|<header[ >].*?</header>", re.DOTALL)
 def start_faulty(root: Path, tmp_path: Path, fault: str) -> RunningServer:
     """The provider of the site at ``root`` behind ``fault``, on a loopback port: 9 items a
     page, so that a list of a few dozen items has several pages."""
-    kwargs = {
-        "fault": fault,
-        "docroot": str(root),
-        "base_url": "http://{host}:{port}",
-        "index_path": str(tmp_path / "fi.sqlite"),
-        "refresh_interval": 0,
-        "page_size": 9,
-        "records_page_size": 9,
-    }
-    return start_wsgi("tests.faulty_provider:faulty", kwargs, ready_path="/oai?verb=Identify")
+    return start_provider(
+        root,
+        tmp_path / "fi.sqlite",
+        app="tests.faulty_provider:faulty",
+        fault=fault,
+        page_size=9,
+        records_page_size=9,
+    )
 
 
 def faulty(fault: str, **kwargs: Any) -> WSGIApp:

@@ -38,6 +38,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -54,6 +55,7 @@ LATENCY_SHARE = 0.4  # of an average page's fetch time; the rest is the body's t
 MEAN_SIZE = 32_500  # bytes: pages are 5-60 kB, uniformly
 
 Link = tuple[int, str]  # (host index, path)
+Graph = dict[str, list[list[Any]]]  # a host's paths to their links, each [host index, path]
 
 
 @dataclass(frozen=True)
@@ -173,21 +175,11 @@ def _links(rng: random.Random, quality: list[list[float]]) -> list[list[list[Lin
     return links
 
 
-def site(
-    index: int,
-    *,
-    seed: int = 1,
-    hosts: int = 8,
-    min_pages: int = 200,
-    max_pages: int = 400,
-    fastest: float = 0.01,
-    slowest: float = 0.2,
-    slow_share: float = 0.22,
-    jitter: float = 0.3,
-) -> WSGIApp:
-    """Host ``index`` of :func:`synthetic_web`, throttled to its own speed: an average page
-    takes its service time, 40 % of it waiting and 60 % transferring the body."""
-    web = synthetic_web(seed, hosts, min_pages, max_pages, fastest, slowest, slow_share)
+def site(index: int, *, seed: int = 1, jitter: float = 0.3, **shape: Any) -> WSGIApp:
+    """Host ``index`` of :func:`synthetic_web` (``seed`` and ``shape``, its other arguments),
+    throttled to its own speed: an average page takes its service time, 40 % of it waiting
+    and 60 % transferring the body."""
+    web = synthetic_web(seed, **shape)
     service = web.service_s[index]
     bandwidth = MEAN_SIZE / ((1 - LATENCY_SHARE) * service)
     throttle = Throttle(LATENCY_SHARE * service, bandwidth, jitter, seed * 1000 + index)
@@ -196,7 +188,7 @@ def site(
 
 def graph_site(
     index: int,
-    graph: dict[str, list[list[Any]]],
+    graph: Graph,
     *,
     latency: float = 0.0,
     bandwidth: float | None = None,
@@ -352,6 +344,45 @@ def start_web(
             server.stop()
         raise
     return started
+
+
+@contextmanager
+def graph_web(
+    graphs: Sequence[Graph],
+    addresses: Sequence[str],
+    latency: float | Sequence[float] = 0.0,
+) -> Iterator[list[RunningServer]]:
+    """The hand-drawn web of ``graphs``, host ``i`` a :func:`graph_site` of ``graphs[i]`` on
+    ``addresses[i]``, answering after ``latency`` seconds (one for all, or one per host);
+    stopped on leaving."""
+    latencies = [latency] * len(graphs) if isinstance(latency, float | int) else latency
+    kwargs = [
+        {"index": h, "graph": graph, "latency": wait}
+        for h, (graph, wait) in enumerate(zip(graphs, latencies, strict=True))
+    ]
+    servers = start_web("tests.multihost:graph_site", kwargs, addresses)
+    try:
+        yield servers
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def chains(hosts: int, pages: int) -> list[Graph]:
+    """The graphs of a web of ``hosts`` chains: each of a host's ``pages`` links the next one of
+    its host and the next host's root.
+
+    >>> chains(2, 2)[1]
+    {'/': [[1, '/p1.html'], [0, '/']], '/p1.html': [[0, '/']]}
+    """
+    graphs: list[Graph] = []
+    for host in range(hosts):
+        graph: Graph = {}
+        for page in range(pages):
+            links: list[list[Any]] = [[host, path_of(page + 1)]] if page < pages - 1 else []
+            graph[path_of(page)] = [*links, [(host + 1) % hosts, "/"]]
+        graphs.append(graph)
+    return graphs
 
 
 def _post(url: str, body: bytes) -> None:

@@ -20,7 +20,7 @@ from harvester.crawl.archivist import ArchiveProcess
 from harvester.http.exchange import HttpExchange
 from harvester.settings import load_settings
 from harvester.storage.values import Resource
-from tests.conftest import start_provider
+from tests.conftest import start_plain_site
 from tests.sites import make_site
 from tests.test_crawl import crawl, url_of
 from tests.test_exchangerecords import exchange
@@ -46,9 +46,7 @@ def pids(out: Path) -> set[int]:
 
 def test_a_crawl_archived_apart_keeps_what_one_process_keeps(tmp_path: Path) -> None:
     site = make_site(tmp_path / "www", pages=40, seed=14)
-    with start_provider(
-        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
-    ) as server:
+    with start_plain_site(site.root, tmp_path / "index.sqlite") as server:
         kept = {}
         for processes in (1, 2):
             out = tmp_path / f"out{processes}"
@@ -167,9 +165,7 @@ def test_a_crawl_whose_archiving_process_dies_fails_in_one_line_and_resumes(
 ) -> None:
     site = make_site(tmp_path / "www", pages=30, seed=15)
     out = tmp_path / "out"
-    with start_provider(
-        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
-    ) as server:
+    with start_plain_site(site.root, tmp_path / "index.sqlite") as server:
         args = ["harvest", server.url + "/", "--out", str(out), "--mode", "crawl", "--quiet"]
         args += ["--delay-factor", "0", "--crawl-processes", "2"]
         died = subprocess.run(
@@ -234,9 +230,7 @@ def test_a_crawl_into_small_files_rotates_at_once(tmp_path: Path) -> None:
     otherwise committed only every 10 s, the crawl still rotates its many files at once."""
     site = make_site(tmp_path / "www", pages=30, seed=16)
     out = tmp_path / "out"
-    with start_provider(
-        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
-    ) as server:
+    with start_plain_site(site.root, tmp_path / "index.sqlite") as server:
         summary = crawl(
             server.url + "/",
             out,

@@ -9,25 +9,22 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from coop_common.exitcode import ExitCode
 from harvester.cli import main
+from tests.commands import harvester
 from tests.conftest import start_provider
 from tests.servers import RunningServer, free_port, start_wsgi
 from tests.sites import make_site
 
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def run(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARVESTER, *argv], capture_output=True, text=True, timeout=timeout, check=False
-    )
+    return harvester(*argv, timeout=timeout)
 
 
 def one_line(stderr: str) -> str:

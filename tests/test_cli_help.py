@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,8 @@ from harvester.cli.commands import cli, harvest, watch
 from harvester.recrawl.bounds import Bounds
 from harvester.settings import HarvestSettings
 from server_module.cli import cli as provider
+from tests.commands import HARVESTER
 
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 SETTINGS = {
     f.name: f.default
     for f in dataclasses.fields(HarvestSettings)

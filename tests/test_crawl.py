@@ -28,7 +28,7 @@ from harvester.http.exchange import HttpExchange
 from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
 from harvester.storage.protocol import Resource
-from tests.conftest import start_provider
+from tests.conftest import start_plain_site
 from tests.servers import PagesServer, RunningServer, serve_pages, start_wsgi
 from tests.sites import Manifest, make_site
 from tests.test_harvest import records
@@ -49,7 +49,7 @@ def plain_site(tmp_path: Path) -> Iterator[tuple[Manifest, RunningServer, Path]]
     ResourceSync source."""
     site = make_site(tmp_path / "www", pages=50, seed=4)
     index = tmp_path / "index.sqlite"
-    with start_provider(site.root, index, endpoint="/not-oai", resourcesync=False) as server:
+    with start_plain_site(site.root, index) as server:
         yield site, server, index
 
 
@@ -182,9 +182,7 @@ def test_rerun_revisits_with_conditional_get(plain_site, tmp_path: Path, caplog)
 def test_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     site = make_site(tmp_path / "www", pages=250, seed=8)
     out = tmp_path / "out"
-    with start_provider(
-        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
-    ) as server:
+    with start_plain_site(site.root, tmp_path / "index.sqlite") as server:
         argv = [
             sys.executable,
             "-m",
@@ -226,9 +224,7 @@ def test_kill_between_archive_and_commit_loses_no_link(tmp_path: Path, groups: i
     lose its links and nothing else is ever crawled.)"""
     site = make_site(tmp_path / "www", pages=30, seed=8)
     out = tmp_path / "out"
-    with start_provider(
-        site.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
-    ) as server:
+    with start_plain_site(site.root, tmp_path / "index.sqlite") as server:
         args = ["harvest", server.url + "/", "--out", str(out), "--quiet", "--mode", "crawl"]
         args += ["--delay-factor", "0"]
         killed = subprocess.run(

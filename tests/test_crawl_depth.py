@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from coop_common.exitcode import ExitCode
-from tests.multihost import captures, start_web
+from tests.multihost import captures, graph_web
 from tests.pgcluster import PGCluster
 from tests.servers import RunningServer
 
@@ -32,13 +32,8 @@ LATENCY = [0.0, 2.0, 0.0]
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[list[RunningServer]]:
-    kwargs = [{"index": h, "graph": GRAPHS[h], "latency": LATENCY[h]} for h in range(len(HOSTS))]
-    servers = start_web("tests.multihost:graph_site", kwargs, HOSTS)
-    try:
+    with graph_web(GRAPHS, HOSTS, LATENCY) as servers:
         yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def _crawl(web: list[RunningServer], out: Path, *extra: str) -> set[str]:

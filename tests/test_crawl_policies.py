@@ -29,7 +29,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvester.run.assembly import build_harvest
 from harvester.settings import load_settings
-from tests.multihost import start_web
+from tests.multihost import graph_web
 from tests.servers import RunningServer
 
 F, D = 0, 1
@@ -65,13 +65,8 @@ RULE = '[[rule]]\nmatch = "/switch/"\npolicy = "distrust"\n'
 
 @pytest.fixture(scope="module")
 def hosts() -> Iterator[list[RunningServer]]:
-    kwargs = [{"index": h, "graph": graph} for h, graph in enumerate(GRAPH)]
-    servers = start_web("tests.multihost:graph_site", kwargs, ["127.0.0.2", "127.0.0.3"])
-    try:
+    with graph_web(GRAPH, ["127.0.0.2", "127.0.0.3"]) as servers:
         yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def crawl(hosts: list[RunningServer], tmp_path: Path, policy: str) -> list[tuple[int, str]]:

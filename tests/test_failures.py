@@ -8,19 +8,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from coop_common.exitcode import ExitCode
+from tests.commands import HARVESTER
 from tests.conftest import start_provider
 from tests.harvested import MISSING
 from tests.servers import start_wsgi
 from tests.sites import make_site
-
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 
 
 def run(*argv: str, **env: str) -> tuple[int, dict[str, Any]]:

@@ -24,7 +24,7 @@ from harvester.listed.fetchstep import Shard
 from harvester.listed.shards import _SLOT, AUTO_MAX, AUTO_MIN_BYTES, SAMPLE, _with_children
 from harvester.summary import Summary
 from tests.conftest import start_provider
-from tests.servers import RunningServer, start_wsgi
+from tests.servers import RunningServer
 from tests.sites import Manifest, make_site
 from tests.test_harvest import listed_records, url_of
 
@@ -267,11 +267,9 @@ def test_the_processes_share_the_per_host_connections(tmp_path: Path) -> None:
     in all (2 + 1 + 1), never 3 each rounded up (2 + 2 + 2): the provider holds each request
     long enough for every connection to be busy, and counts them."""
     site = make_site(tmp_path / "www", pages=150, seed=21)
-    kwargs = {"docroot": str(site.root), "base_url": "http://{host}:{port}", "page_size": 50}
-    kwargs |= {"index_path": str(tmp_path / "index.sqlite"), "refresh_interval": 0}
-    with start_wsgi(
-        "tests.counting_provider:create_app", kwargs, ready_path="/_most_in_flight"
-    ) as server:
+    app, ready = "tests.counting_provider:create_app", "/_most_in_flight"
+    index = tmp_path / "index.sqlite"
+    with start_provider(site.root, index, app=app, ready_path=ready, page_size=50) as server:
         flags = ("--fetch-processes", "3", "--per-host", "4", "--concurrency", "16")
         code, summary, err = run(server, tmp_path / "out", *flags)
         assert (code, err) == (0, "")

@@ -21,12 +21,12 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.run.lock import CollectionLock
-from tests.conftest import start_provider
+from tests.commands import HARVESTER, harvester
+from tests.conftest import start_plain_site, start_provider
 from tests.servers import RunningServer
 from tests.sites import Manifest, make_site
 from tests.test_read_only import read_only
 
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 KILLED_AT = 10  # groups
 
 
@@ -51,12 +51,6 @@ def killed(site: tuple[Manifest, RunningServer], tmp_path_factory: pytest.TempPa
     return out
 
 
-def harvester(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [HARVESTER, *argv], capture_output=True, text=True, timeout=300, check=False
-    )
-
-
 def responses(folder: Path) -> int:
     count = 0
     for path in (folder / "warcs").glob("*.warc.gz"):
@@ -69,14 +63,21 @@ def runs(folder: Path) -> list[dict]:
     return [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("command", ["verify", "status", "report", "wacz", "didl"])
+READERS = ["verify", "status", "report", "wacz", "didl"]  # the commands that read a collection
+
+
+def _to(command: str, tmp_path: Path) -> list[str]:
+    """The ``--to`` a reading command writes to, if it writes."""
+    written = {"report": "r.html", "wacz": "w", "didl": "didl"}
+    return ["--to", str(tmp_path / written[command])] if command in written else []
+
+
+@pytest.mark.parametrize("command", READERS)
 def test_a_reading_command_finishes_the_interrupted_harvest_first(
     killed: Path, tmp_path: Path, command: str
 ) -> None:
     folder = Path(shutil.copytree(killed, tmp_path / "c"))
-    target = {"report": ["--to", str(tmp_path / "r.html")], "wacz": ["--to", str(tmp_path / "w")]}
-    target["didl"] = ["--to", str(tmp_path / "didl")]
-    done = harvester(command, str(folder), *target.get(command, []), "--json")
+    done = harvester(command, str(folder), *_to(command, tmp_path), "--json")
     assert done.returncode == 0, done.stderr
     assert not list((folder / "warcs").glob("*.open")), "the .open file was repaired"
     captured = responses(folder)
@@ -105,15 +106,13 @@ def test_the_next_harvest_after_a_repair_finishes_the_job(
     assert verified.returncode == 0 and found["captures"] == seeded
 
 
-@pytest.mark.parametrize("command", ["verify", "status", "report", "wacz", "didl"])
+@pytest.mark.parametrize("command", READERS)
 def test_a_read_only_interrupted_collection_is_refused_in_one_line(
     killed: Path, tmp_path: Path, command: str
 ) -> None:
     folder = Path(shutil.copytree(killed, tmp_path / "c"))
-    target = {"report": ["--to", str(tmp_path / "r.html")], "wacz": ["--to", str(tmp_path / "w")]}
-    target["didl"] = ["--to", str(tmp_path / "didl")]
     (left,) = (folder / "warcs").glob("*.open")
-    done = read_only(folder, command, str(folder), *target.get(command, []))
+    done = read_only(folder, command, str(folder), *_to(command, tmp_path))
     assert done.returncode == 1, done.stdout
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"harvester: {folder}: an interrupted harvest left {left.name}")
@@ -136,9 +135,7 @@ def test_a_killed_crawl_is_finished_by_verify_and_resumed_by_the_next_crawl(
 ) -> None:
     pages = make_site(tmp_path / "www", pages=30, seed=12)
     folder = tmp_path / "out"
-    with start_provider(
-        pages.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
-    ) as server:
+    with start_plain_site(pages.root, tmp_path / "index.sqlite") as server:
         argv = ["harvest", server.url + "/", "--out", str(folder), "--quiet", "--mode", "crawl"]
         argv += ["--delay-factor", "0"]
         killer = [sys.executable, "-m", "tests.killed_harvester", str(KILLED_AT)]
@@ -176,9 +173,7 @@ def test_ctrl_c_in_a_crawl_then_verify_wacz_and_report_read_what_it_archived(
     it archived, not nothing."""
     pages = make_site(tmp_path / "www", pages=200, seed=13)
     folder = tmp_path / "out"
-    with start_provider(
-        pages.root, tmp_path / "index.sqlite", endpoint="/not-oai", resourcesync=False
-    ) as server:
+    with start_plain_site(pages.root, tmp_path / "index.sqlite") as server:
         argv = [HARVESTER, "harvest", server.url + "/", "--out", str(folder), "--quiet"]
         argv += ["--mode", "crawl", "--delay-factor", "0", "--delay", "0.02"]
         crawl = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from harvester.crawl.links import MAX_BODY_BYTES, Link, extract_links
 
 BASE = "http://example.com/dir/page.html"
+ROOT, DIR = "http://example.com/", "http://example.com/dir/"
 
 
 def urls(
@@ -29,74 +30,39 @@ def only(body: str, content_type: str = "text/html") -> Link:
 @pytest.mark.parametrize(
     ("html", "url", "source", "embed"),
     [
-        ('<a href="a.html">', "http://example.com/dir/a.html", "a/href", False),
-        ('<map><area href="/area">', "http://example.com/area", "area/href", False),
-        ('<link rel="stylesheet" href="s.css">', "http://example.com/dir/s.css", "link/href", True),
-        (
-            '<link rel="icon" href="/favicon.ico">',
-            "http://example.com/favicon.ico",
-            "link/href",
-            True,
-        ),
-        (
-            '<link rel="preload" href="f.woff2">',
-            "http://example.com/dir/f.woff2",
-            "link/href",
-            True,
-        ),
-        ('<link rel="canonical" href="/c">', "http://example.com/c", "link/href", False),
-        (
-            '<link rel="alternate" href="feed.xml">',
-            "http://example.com/dir/feed.xml",
-            "link/href",
-            False,
-        ),
-        ('<img src="i.png">', "http://example.com/dir/i.png", "img/src", True),
+        ('<a href="a.html">', DIR + "a.html", "a/href", False),
+        ('<map><area href="/area">', ROOT + "area", "area/href", False),
+        ('<link rel="stylesheet" href="s.css">', DIR + "s.css", "link/href", True),
+        ('<link rel="icon" href="/favicon.ico">', ROOT + "favicon.ico", "link/href", True),
+        ('<link rel="preload" href="f.woff2">', DIR + "f.woff2", "link/href", True),
+        ('<link rel="canonical" href="/c">', ROOT + "c", "link/href", False),
+        ('<link rel="alternate" href="feed.xml">', DIR + "feed.xml", "link/href", False),
+        ('<img src="i.png">', DIR + "i.png", "img/src", True),
         (
             '<script src="//cdn.example.org/s.js"></script>',
             "http://cdn.example.org/s.js",
             "script/src",
             True,
         ),
-        ('<iframe src="f.html"></iframe>', "http://example.com/dir/f.html", "iframe/src", True),
-        (
-            '<frameset><frame src="fr.html"></frameset>',
-            "http://example.com/dir/fr.html",
-            "frame/src",
-            True,
-        ),
-        ('<embed src="e.swf">', "http://example.com/dir/e.swf", "embed/src", True),
-        ('<object data="o.pdf"></object>', "http://example.com/dir/o.pdf", "object/data", True),
-        (
-            '<video><source src="v.webm"></video>',
-            "http://example.com/dir/v.webm",
-            "source/src",
-            True,
-        ),
-        ('<video src="v.mp4"></video>', "http://example.com/dir/v.mp4", "video/src", True),
-        ('<video poster="p.jpg"></video>', "http://example.com/dir/p.jpg", "video/poster", True),
-        ('<audio src="a.mp3"></audio>', "http://example.com/dir/a.mp3", "audio/src", True),
-        ('<video><track src="t.vtt"></video>', "http://example.com/dir/t.vtt", "track/src", True),
-        ('<img srcset="s.png 2x">', "http://example.com/dir/s.png", "img/srcset", True),
-        (
-            '<picture><source srcset="w.webp"></picture>',
-            "http://example.com/dir/w.webp",
-            "source/srcset",
-            True,
-        ),
+        ('<iframe src="f.html"></iframe>', DIR + "f.html", "iframe/src", True),
+        ('<frameset><frame src="fr.html"></frameset>', DIR + "fr.html", "frame/src", True),
+        ('<embed src="e.swf">', DIR + "e.swf", "embed/src", True),
+        ('<object data="o.pdf"></object>', DIR + "o.pdf", "object/data", True),
+        ('<video><source src="v.webm"></video>', DIR + "v.webm", "source/src", True),
+        ('<video src="v.mp4"></video>', DIR + "v.mp4", "video/src", True),
+        ('<video poster="p.jpg"></video>', DIR + "p.jpg", "video/poster", True),
+        ('<audio src="a.mp3"></audio>', DIR + "a.mp3", "audio/src", True),
+        ('<video><track src="t.vtt"></video>', DIR + "t.vtt", "track/src", True),
+        ('<img srcset="s.png 2x">', DIR + "s.png", "img/srcset", True),
+        ('<picture><source srcset="w.webp"></picture>', DIR + "w.webp", "source/srcset", True),
         (
             '<meta http-equiv="refresh" content="0; url=/next">',
-            "http://example.com/next",
+            ROOT + "next",
             "meta/refresh",
             False,
         ),
-        (
-            "<style>p { background: url(bg.png) }</style>",
-            "http://example.com/dir/bg.png",
-            "css/url",
-            True,
-        ),
-        ('<p style="background: url(bg.png)">', "http://example.com/dir/bg.png", "css/url", True),
+        ("<style>p { background: url(bg.png) }</style>", DIR + "bg.png", "css/url", True),
+        ('<p style="background: url(bg.png)">', DIR + "bg.png", "css/url", True),
     ],
 )
 def test_each_element_and_attribute(html: str, url: str, source: str, embed: bool) -> None:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from coop_common.exitcode import ExitCode
 from harvester.run.lock import LOCK_NAME
+from tests.commands import HARVESTER
 from tests.conftest import start_provider
 from tests.sites import make_site
-
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 
 
 def wait_for_pid(lock: Path, proc: subprocess.Popen[bytes], timeout: float = 30) -> int:

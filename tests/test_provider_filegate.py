@@ -22,7 +22,7 @@ from flask import Flask
 from server_module.app import create_app
 from server_module.files.gate import FileGate
 from tests.conftest import start_provider
-from tests.servers import RunningServer, start_command, start_wsgi
+from tests.servers import RunningServer, start_command
 from tests.sites import Manifest, make_site
 
 BIG = os.urandom(200 * 1024)  # sent by a file wrapper, not read into memory
@@ -74,15 +74,9 @@ def site(tmp_path: Path) -> Manifest:
 
 @pytest.fixture
 def servers(site: Manifest, tmp_path: Path) -> Iterator[tuple[RunningServer, RunningServer]]:
-    kwargs = {
-        "docroot": str(site.root),
-        "base_url": "http://{host}:{port}",
-        "index_path": str(tmp_path / "old.sqlite"),
-        "refresh_interval": 0,
-    }
     with (
         start_provider(site.root, tmp_path / "new.sqlite") as gated,
-        start_wsgi(f"{__name__}:flask_only", kwargs, ready_path="/oai?verb=Identify") as old,
+        start_provider(site.root, tmp_path / "old.sqlite", app=f"{__name__}:flask_only") as old,
     ):
         # after both indexed the site: changes neither index has seen
         (site.root / "changed.html").write_bytes(b"<title>after, and longer</title>")

@@ -19,7 +19,7 @@ import requests
 
 from server_module.settings import load_settings
 from tests.conftest import OAI, OAIClient, start_provider
-from tests.servers import RunningServer, start_wsgi
+from tests.servers import RunningServer
 
 JQUERY = b"/*! jQuery */ window.jQuery = 1;"
 SECRET = b"never serve me"
@@ -95,12 +95,8 @@ def provider(
     if request.param == "argument":
         server = start_provider(root, index, allow_outside=[str(shared)])
     else:
-        kwargs = {"docroot": str(root), "base_url": "http://{host}:{port}"}
-        kwargs |= {"index_path": str(index), "refresh_interval": 0}
         env = {"OAI_PROVIDER_ALLOW_OUTSIDE": f"/nonexistent{os.pathsep}{shared}"}
-        server = start_wsgi(
-            "server_module.app:create_app", kwargs, ready_path="/oai?verb=Identify", env=env
-        )
+        server = start_provider(root, index, env=env)
     with server:
         yield server
 

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import HARVESTER
 from tests.harvested import Harvested, harvested
-
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 
 
 @pytest.fixture(scope="module")

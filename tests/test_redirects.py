@@ -8,7 +8,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.storage.sqlite.state import SQLiteState
-from tests.servers import RunningServer, start_wsgi
+from tests.conftest import start_provider
+from tests.servers import RunningServer
 from tests.test_harvest import harvest
 
 PAGES = ("old.html", "new.html", "chain.html", "end.html", "away.html", "plain.html")
@@ -26,17 +27,8 @@ def moved(tmp_path: Path):  # type: ignore[no-untyped-def]
     root.mkdir()
     for name in PAGES:
         (root / name).write_text(f"<html><body>{name}</body></html>\n")
-    kwargs = {
-        "redirects": REDIRECTS,
-        "docroot": str(root),
-        "base_url": "http://{host}:{port}",
-        "index_path": str(tmp_path / "fi.sqlite"),
-        "refresh_interval": 0,
-    }
-    server = start_wsgi(
-        "tests.redirecting_provider:redirecting", kwargs, ready_path="/oai?verb=Identify"
-    )
-    with server:
+    app = "tests.redirecting_provider:redirecting"
+    with start_provider(root, tmp_path / "fi.sqlite", app=app, redirects=REDIRECTS) as server:
         yield server
 
 

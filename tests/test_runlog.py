@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 from coop_common.exitcode import ExitCode
-
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
+from tests.commands import harvester
 
 
 def test_a_run_that_fails_at_once_writes_its_start_and_its_end(tmp_path: Path) -> None:
@@ -19,13 +16,7 @@ def test_a_run_that_fails_at_once_writes_its_start_and_its_end(tmp_path: Path) -
         unused.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{unused.getsockname()[1]}/"
     out = tmp_path / "out"
-    done = subprocess.run(
-        [HARVESTER, "harvest", url, "--out", str(out), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = harvester("harvest", url, "--out", str(out), "--quiet")
     assert done.returncode == ExitCode.FAILED, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"harvester: cannot reach {url}")

@@ -21,7 +21,7 @@ from harvester.crawl.leasing import HostLeasing
 from harvester.exceptions import LeaseLost
 from harvester.storage import open_state
 from harvester.storage.protocol import State
-from tests.multihost import captures, most_at_once, start_web
+from tests.multihost import captures, chains, graph_web, most_at_once
 from tests.pgcluster import PGCluster
 from tests.servers import RunningServer
 
@@ -29,37 +29,18 @@ HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
 PAGES = 12  # per host
 
 
-def _graph(host: int) -> dict[str, list[list[object]]]:
-    """A chain of pages per host, each also linking the next host's root."""
-    graph: dict[str, list[list[object]]] = {}
-    for page in range(PAGES):
-        path = "/" if page == 0 else f"/p{page}.html"
-        links: list[list[object]] = [[host, f"/p{page + 1}.html"]] if page < PAGES - 1 else []
-        graph[path] = [*links, [(host + 1) % len(HOSTS), "/"]]
-    return graph
-
-
 @pytest.fixture(scope="module")
 def web() -> Iterator[list[RunningServer]]:
-    kwargs = [{"index": h, "graph": _graph(h), "latency": 0.05} for h in range(len(HOSTS))]
-    servers = start_web("tests.multihost:graph_site", kwargs, HOSTS)
-    try:
+    """A chain of pages per host, each also linking the next host's root."""
+    with graph_web(chains(len(HOSTS), PAGES), HOSTS, latency=0.05) as servers:
         yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 @pytest.fixture(scope="module")
 def slow_web() -> Iterator[list[RunningServer]]:
     """The same web, each answer taking 0.3 s: a host is busy most of the time."""
-    kwargs = [{"index": h, "graph": _graph(h), "latency": 0.3} for h in range(len(HOSTS))]
-    servers = start_web("tests.multihost:graph_site", kwargs, HOSTS)
-    try:
+    with graph_web(chains(len(HOSTS), PAGES), HOSTS, latency=0.3) as servers:
         yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def _command(web: list[RunningServer], out: Path, state: str, *extra: str) -> list[str]:

@@ -4,17 +4,14 @@ as wget stops, instead of harvesting the whole site from its root."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from coop_common.exitcode import ExitCode
+from tests.commands import harvester
 from tests.conftest import start_provider
 from tests.sites import make_site
-
-HARVESTER = str(Path(sys.executable).with_name("harvester"))
 
 
 @pytest.mark.parametrize("mode", ["auto", "crawl"])
@@ -23,13 +20,7 @@ def test_a_start_page_that_answers_404_stops_the_run(tmp_path: Path, mode: str) 
     out = tmp_path / "out"
     with start_provider(site.root, tmp_path / "index.sqlite") as server:
         url = server.url + "/nosuchpage.html"
-        done = subprocess.run(
-            [HARVESTER, "harvest", url, "--out", str(out), "--quiet", "--mode", mode],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        done = harvester("harvest", url, "--out", str(out), "--quiet", "--mode", mode)
     assert done.returncode == ExitCode.FAILED, done.stdout
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"harvester: {url} answers HTTP 404: no such page to start from")

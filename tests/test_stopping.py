@@ -16,7 +16,7 @@ import pytest
 
 from coop_common.exitcode import ExitCode
 from harvester.storage import open_state
-from tests.multihost import captures, start_web
+from tests.multihost import captures, chains, graph_web
 from tests.pgcluster import PGCluster
 from tests.servers import RunningServer
 
@@ -24,24 +24,10 @@ HOSTS = ["127.0.0.6", "127.0.0.7"]
 PAGES = 10  # per host
 
 
-def _graph(host: int) -> dict[str, list[list[object]]]:
-    graph: dict[str, list[list[object]]] = {}
-    for page in range(PAGES):
-        path = "/" if page == 0 else f"/p{page}.html"
-        links: list[list[object]] = [[host, f"/p{page + 1}.html"]] if page < PAGES - 1 else []
-        graph[path] = [*links, [(host + 1) % len(HOSTS), "/"]]
-    return graph
-
-
 @pytest.fixture(scope="module")
 def web() -> Iterator[list[RunningServer]]:
-    kwargs = [{"index": h, "graph": _graph(h), "latency": 0.1} for h in range(len(HOSTS))]
-    servers = start_web("tests.multihost:graph_site", kwargs, HOSTS)
-    try:
+    with graph_web(chains(len(HOSTS), PAGES), HOSTS, latency=0.1) as servers:
         yield servers
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def _args(web: list[RunningServer], out: Path, *extra: str) -> list[str]:

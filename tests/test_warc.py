@@ -118,6 +118,13 @@ def finished(path: Path | None) -> Path:
     return path.with_name(path.name.removesuffix(".open"))
 
 
+def closed(writer: RotatingWARCWriter) -> Path:
+    """Close ``writer``; the file it was writing, finished."""
+    path = finished(writer.current_path)
+    writer.close()
+    return path
+
+
 def warcio_check(*paths: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "warcio.cli", "check", *map(str, paths)],
@@ -147,8 +154,7 @@ def test_request_response_groups_read_back(tmp_path: Path) -> None:
     writer.open()
     groups = [http_group(writer, n) for n in range(3)]
     locations = [writer.write_group(group) for group in groups]
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
 
     records = read_records(path)
     assert [r.rec_type for r, _ in records] == ["warcinfo"] + ["response", "request"] * 3
@@ -185,8 +191,7 @@ def test_locations_point_exactly_at_each_record(tmp_path: Path) -> None:
     writer = make_writer(tmp_path)
     writer.open()
     locations = [loc for n in range(3) for loc in writer.write_group(http_group(writer, n))]
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
 
     data = path.read_bytes()
     for location in locations:
@@ -226,8 +231,7 @@ def test_payload_from_streams(tmp_path: Path) -> None:
             ),
         ]
     )
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
     assert [content for _, content in read_records(path)[1:]] == [
         payload_bytes(1),
         payload_bytes(2),
@@ -239,8 +243,7 @@ def test_warcinfo_opens_each_file_golden(tmp_path: Path) -> None:
     writer = make_writer(tmp_path)
     writer.open()
     writer.write_group(http_group(writer, 0))
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
 
     body = (
         b"software: coop-archive/0.1.0\r\n"
@@ -291,8 +294,7 @@ def test_metadata_record_has_no_target_uri_by_default(tmp_path: Path) -> None:
     plain = writer.metadata_record(b"<didl/>", refers_to="<urn:uuid:x>")
     targeted = writer.metadata_record(b"<didl/>", target_uri="http://example.com/")
     writer.write_group([plain, targeted])
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
 
     (first, content), (second, _) = read_records(path)[1:]
     assert first.rec_headers.get_header("WARC-Target-URI") is None
@@ -324,8 +326,7 @@ def test_revisit_records(tmp_path: Path) -> None:
         profile="server-not-modified",
     )
     writer.write_group([identical, not_modified])
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
 
     (first, _), (second, _) = read_records(path)[1:]
     assert first.rec_type == second.rec_type == "revisit"
@@ -370,8 +371,7 @@ def test_truncated_response_and_resource(tmp_path: Path) -> None:
     )
     resource = writer.resource_record("urn:x-test:note", "text/plain", b"a note")
     writer.write_group([response, resource])
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
 
     (first, content), (second, note) = read_records(path)[1:]
     assert first.rec_headers.get_header("WARC-Truncated") == "length"
@@ -388,8 +388,7 @@ def test_cdxj_indexer_reads_warc_1_1(tmp_path: Path) -> None:
     response, request = http_group(writer, 0)
     metadata = writer.metadata_record(b"<didl/>", refers_to=record_id(response))
     writer.write_group([response, request, metadata])
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
 
     index = tmp_path / "index.cdxj"
     write_cdx_index(str(index), [str(path)], {})
@@ -540,8 +539,7 @@ def test_verify_warc_catches_bad_digest_like_warcio(tmp_path: Path) -> None:
     wrong = {"WARC-Payload-Digest": "sha1:" + "A" * 32}
     headers = StatusAndHeaders("200 OK", [], "HTTP/1.1")
     writer.write_group([writer.response_record("http://e.com/", headers, b"x", extra=wrong)])
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
     with pytest.raises(ArchiveError, match="digest"):
         verify_warc(path)
     result = subprocess.run([sys.executable, "-m", "warcio.cli", "check", str(path)])
@@ -562,8 +560,7 @@ def test_verify_warc_catches_truncation(tmp_path: Path) -> None:
     writer = make_writer(tmp_path)
     writer.open()
     writer.write_group(http_group(writer, 0))
-    path = finished(writer.current_path)
-    writer.close()
+    path = closed(writer)
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.raises(ArchiveError, match="truncated"):
         verify_warc(path)
@@ -697,8 +694,7 @@ def test_repair_reads_past_a_member_ending_at_a_read_boundary(tmp_path: Path, me
     writer.write_group(list(http_group(writer, 3)))  # a kill before the group's DIDL record
     assert writer.current_path is not None
     shutil.copy(writer.current_path, directory / "harvest-killed.warc.gz.open")
-    whole = finished(writer.current_path)
-    writer.close()
+    whole = closed(writer)
 
     repaired = repair_open_files(
         directory, group_end=lambda fields: fields.get("warc-type") == "metadata"

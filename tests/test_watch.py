@@ -158,23 +158,36 @@ def wait_for(check: Callable[[], bool], seconds: float) -> float | None:
     return None
 
 
+CHANGED = b"<html><title>changed while watched</title></html>"
+
+
+def change_while_watched(
+    proc: subprocess.Popen[bytes], site: Path, url: str, out: Path, first: float, within: float
+) -> tuple[float | None, bytes, bytes]:
+    """Once the watch ``proc`` archived ``url``, the ``index.html`` of the folder ``site`` (in
+    ``first`` seconds), that file changes to CHANGED; the watch is stopped (SIGTERM) when the
+    change is archived, or after ``within`` seconds. The seconds it took (None: never), the
+    watch's stdout and its stderr."""
+    try:
+        assert wait_for(lambda: len(responses_of(out, url)) == 1, first) is not None
+        time.sleep(1.1)  # the next second: OAI-PMH datestamps are in whole seconds
+        (site / "index.html").write_bytes(CHANGED)
+        took = wait_for(lambda: CHANGED in responses_of(out, url), within)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=30)
+    return took, stdout, stderr
+
+
 def test_an_oai_source_is_polled_and_a_changed_file_archived(tmp_path: Path) -> None:
     site = make_site(tmp_path / "www", pages=10, seed=7)
     with start_provider(site.root, tmp_path / "index.sqlite", refresh_interval=1) as server:
         out = tmp_path / "coll"
         proc = watch(server.url, out, "--mode", "oai", "--max-interval", "2", "--max-time", "60")
-        try:
-            url = server.url + "/index.html"
-            assert wait_for(lambda: len(responses_of(out, url)) == 1, 20) is not None
-            time.sleep(1.1)  # the next second: OAI-PMH datestamps are in whole seconds
-            new = b"<html><title>changed while watched</title></html>"
-            (site.root / "index.html").write_bytes(new)
-            took = wait_for(lambda: new in responses_of(out, url), 15)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            stdout, stderr = proc.communicate(timeout=20)
+        url = server.url + "/index.html"
+        took, stdout, stderr = change_while_watched(proc, site.root, url, out, 20, 15)
         assert took is not None, "the changed file was not archived within 15 s"
         assert proc.returncode == 0, stderr.decode()
         assert json.loads(stdout)["polls"] >= 2
         bodies_archived = responses_of(out, url)
-        assert len(bodies_archived) == 2 and bodies_archived[-1] == new
+        assert len(bodies_archived) == 2 and bodies_archived[-1] == CHANGED

@@ -5,16 +5,14 @@ often enough that a change is archived within seconds, counting what each poll a
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.conftest import start_provider
 from tests.servers import start_wsgi
 from tests.sites import make_site
-from tests.test_watch import records, responses_of, wait_for
+from tests.test_watch import change_while_watched, records
 
 RATES = [0.5, 0.2, *[0.0] * 18]  # two pages change every few seconds, 18 never
 
@@ -48,15 +46,7 @@ def test_a_change_on_a_provider_backed_site_is_archived_within_seconds(tmp_path:
         out = tmp_path / "coll"
         proc = _watch(server.url, out, "--max-time", "60")  # the default rate: 1 a second
         url = server.url + "/index.html"
-        try:
-            assert wait_for(lambda: len(responses_of(out, url)) == 1, 30) is not None
-            time.sleep(1.1)  # the next second: OAI-PMH datestamps are in whole seconds
-            new = b"<html><title>changed while watched</title></html>"
-            (site.root / "index.html").write_bytes(new)
-            took = wait_for(lambda: new in responses_of(out, url), 8)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            stdout, stderr = proc.communicate(timeout=30)
+        took, stdout, stderr = change_while_watched(proc, site.root, url, out, 30, 8)
     assert took is not None, "the changed file was not archived within 8 s"
     assert proc.returncode == 0, stderr.decode()
     summary = json.loads(stdout)

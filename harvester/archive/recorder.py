@@ -28,10 +28,11 @@ Every record is made from the one :class:`~harvester.http.exchange.HttpExchange`
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
@@ -54,6 +55,7 @@ from harvester.storage.protocol import Capture, Resource
 __all__ = ["Payload", "Recorder", "conditional_headers", "ends_group"]
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")  # a record: built by hand (Built), or by warcio (ArcWarcRecord)
 
 
 def conditional_headers(res: Resource | None) -> dict[str, str]:
@@ -119,10 +121,8 @@ class Recorder:
         if group is None:
             locations = self._written_by_warcio(res, result, payload, seen, outlinks, followed)
         else:
-            locations = self.writer.write_built(
-                group,
-                then=lambda locs: [self._built_didl(res, result, payload, locs[0], seen)],
-            )
+            then = self._didl(res, result, payload, seen, self._built_metadata)
+            locations = self.writer.write_built(group, then=then)
         capture = _capture(locations[0], result, payload)
         if seen is not None and seen.head is not None:  # a 304 may leave validators out
             fields = seen.head.fields
@@ -137,17 +137,6 @@ class Recorder:
         if res.warc_file is not None:
             stored = stored_head(self.writer.directory, res.warc_file, res.warc_offset or 0)
         return refreshed(stored, result.response_headers)
-
-    def _built_didl(
-        self,
-        res: Resource,
-        result: HttpExchange | CarriedExchange,
-        payload: Payload,
-        at: RecordLocation,
-        seen: Revisit | None = None,
-    ) -> Built:
-        didl = self._didl_document(res, result, payload, at, seen)
-        return capturegroup.metadata(self.writer.stamp, didl, refers_to=at.record_id)
 
     def _written_by_warcio(
         self,
@@ -166,9 +155,8 @@ class Recorder:
             records += [hop_content, self._request(hop, hop_content)]
         if outlinks is not None:
             records.append(self._outlinks(result, _id(content), outlinks))
-        return self.writer.write_group(
-            records, then=lambda locs: [self._didl(res, result, payload, locs[0], seen)]
-        )
+        then = self._didl(res, result, payload, seen, self.writer.metadata_record)
+        return self.writer.write_group(records, then=then)
 
     def _response(self, result: HttpExchange) -> ArcWarcRecord:
         return self.writer.response_record(
@@ -259,9 +247,8 @@ class Recorder:
             seen = None
             locations = self._carried_by_warcio(res, fake, mime, payload)
         else:
-            locations = self.writer.write_built(
-                built, then=lambda locs: [self._built_didl(res, fake, payload, locs[0], seen)]
-            )
+            then = self._didl(res, fake, payload, seen, self._built_metadata)
+            locations = self.writer.write_built(built, then=then)
         return _capture(locations[0], fake, payload), seen is not None
 
     def _carried_by_warcio(
@@ -284,9 +271,8 @@ class Recorder:
                 "WARC-Date": record.rec_headers.get_header("WARC-Date"),
             },
         )
-        return self.writer.write_group(
-            [record, note], then=lambda locs: [self._didl(res, fake, payload, locs[0])]
-        )
+        then = self._didl(res, fake, payload, None, self.writer.metadata_record)
+        return self.writer.write_group([record, note], then=then)
 
     def deleted(self, res: Resource) -> RecordLocation:
         didl = deletion_document(res, self.writer.directory, self.provenance())
@@ -311,25 +297,26 @@ class Recorder:
         res: Resource,
         result: HttpExchange | CarriedExchange,
         payload: Payload,
-        at: RecordLocation,
-        seen: Revisit | None = None,
-    ) -> ArcWarcRecord:
-        didl = self._didl_document(res, result, payload, at, seen)
-        return self.writer.metadata_record(didl, refers_to=at.record_id)
+        seen: Revisit | None,
+        metadata: Callable[..., R],
+    ) -> Callable[[list[RecordLocation]], list[R]]:
+        """The ``then`` of a group's write: the DIDL record closing the group, made by
+        ``metadata`` (a record built by hand, or warcio's) once the group's first record has
+        landed, which it describes and refers to."""
 
-    def _didl_document(
-        self,
-        res: Resource,
-        result: HttpExchange | CarriedExchange,
-        payload: Payload,
-        at: RecordLocation,
-        seen: Revisit | None = None,
-    ) -> bytes:
-        identified: list[str] = []
-        if self.identifier is not None and 200 <= result.status < 300:
-            declared = _header(result.response_headers, "content-type")
-            identified = self._identified(result, payload, declared)
-        return capture_document(res, result, payload, at, seen, self.provenance(), identified)
+        def closing(locations: list[RecordLocation]) -> list[R]:
+            at = locations[0]
+            identified: list[str] = []
+            if self.identifier is not None and 200 <= result.status < 300:
+                declared = _header(result.response_headers, "content-type")
+                identified = self._identified(result, payload, declared)
+            didl = capture_document(res, result, payload, at, seen, self.provenance(), identified)
+            return [metadata(didl, refers_to=at.record_id)]
+
+        return closing
+
+    def _built_metadata(self, didl: bytes, *, refers_to: str) -> Built:
+        return capturegroup.metadata(self.writer.stamp, didl, refers_to=refers_to)
 
     def _identified(
         self, result: HttpExchange | CarriedExchange, payload: Payload, declared: str | None

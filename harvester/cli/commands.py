@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from harvester.cli.flags import (
     HARVEST_OPTIONS,
     WATCH_EPILOG,
     WATCH_OPTIONS,
+    F,
     GroupedCommand,
     with_options,
 )
@@ -77,6 +79,12 @@ _FOLDERS = click.Path(exists=True, file_okay=False, path_type=Path)
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 
 
+def _to(text: str, *, folder: bool = False) -> Callable[[F], F]:
+    """The ``--to`` option of a command that writes a file (or, with ``folder``, a folder)."""
+    kind = click.Path(file_okay=not folder, dir_okay=folder, path_type=Path)
+    return click.option("--to", "target", type=kind, required=True, help=text)
+
+
 @cli.command(cls=GroupedCommand, epilog=WATCH_EPILOG + _exit_codes())
 @click.argument("urls", nargs=-1)
 @with_options(WATCH_OPTIONS)
@@ -98,21 +106,15 @@ def watch(urls: tuple[str, ...], out: Path, sources: Path | None, **flags: Any) 
 
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
-@click.option(
-    "--to",
-    "folder",
-    type=click.Path(file_okay=False, path_type=Path),
-    required=True,
-    help="The folder the XML files go into, laid out by URL as wget -x lays pages out.",
-)
+@_to("The folder the XML files go into, laid out by URL as wget -x lays pages out.", folder=True)
 @_JSON
-def didl(folders: tuple[Path, ...], folder: Path, as_json: bool) -> int:
+def didl(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
     """Export every DIDL record of the collections FOLDERS... as standalone XML files."""
     from harvester.archive.export import export_didls
 
     _settle(folders)
-    count = sum(export_didls(out / "warcs", folder) for out in folders)
-    _echo({"didl": count, "to": str(folder)}, as_json, f"wrote {count} DIDL documents to {folder}")
+    count = sum(export_didls(out / "warcs", target) for out in folders)
+    _echo({"didl": count, "to": str(target)}, as_json, f"wrote {count} DIDL documents to {target}")
     return ExitCode.OK
 
 
@@ -203,13 +205,7 @@ def _listed_line(urls: int, others: int, source: str) -> str:
 
 @cli.command()
 @click.argument("folders", nargs=-1, required=True, type=_FOLDERS)
-@click.option(
-    "--to",
-    "target",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="The HTML file to write.",
-)
+@_to("The HTML file to write.")
 @_JSON
 def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
     """Write a self-contained HTML report, with plots, of the collections FOLDERS..."""
@@ -224,13 +220,7 @@ def report(folders: tuple[Path, ...], target: Path, as_json: bool) -> int:
 
 @cli.command()
 @click.argument("folder", type=_FOLDERS)
-@click.option(
-    "--to",
-    "target",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="The WACZ file to write.",
-)
+@_to("The WACZ file to write.")
 @click.option("--quiet", is_flag=True, help="No progress bar or log lines.")
 @_JSON
 def wacz(folder: Path, target: Path, quiet: bool, as_json: bool) -> int:

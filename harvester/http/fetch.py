@@ -50,7 +50,6 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from types import TracebackType
 
 from harvester.clock import Clock, utcnow
 from harvester.exceptions import PermanentFetchError, RobotsUnreachable, TransientFetchError
@@ -137,12 +136,7 @@ class Fetcher:
         await self.open()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     async def fetch(

@@ -35,7 +35,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 import requests
 from lxml import etree
@@ -180,6 +180,15 @@ def _resumption(response: SafeOAIResponse, verb: str) -> ResumptionToken:
     )
 
 
+class _Position(TypedDict):
+    """Where a page stands in its list, as every page model carries it (ListPage, RawPage)."""
+
+    response_date: str
+    token: str | None  # None on the last page
+    cursor: int | None
+    complete_list_size: int | None
+
+
 def _list_args(
     metadata_prefix: str,
     from_: str | None,
@@ -269,7 +278,7 @@ class OAIClient(Component):
         the caller judges what it means.
         """
         args = _list_args(metadata_prefix, from_, until, set_spec, resumption_token)
-        for response, resumption in self._pages("ListIdentifiers", args):
+        for response, position in self._pages("ListIdentifiers", args):
             url = response.exchange.url
             headers, broken = [], []
             for element in response.xml.iterfind(f"{_OAI}ListIdentifiers/{_OAI}header"):
@@ -277,14 +286,7 @@ class OAIClient(Component):
                     headers.append(_listed_header(element, url))
                 except ProtocolError as exc:
                     broken.append(str(exc))
-            yield ListPage(
-                headers=tuple(headers),
-                broken=tuple(broken),
-                response_date=response.response_date,
-                token=resumption.token,
-                cursor=resumption.cursor,
-                complete_list_size=resumption.complete_list_size,
-            )
+            yield ListPage(headers=tuple(headers), broken=tuple(broken), **position)
 
     def list_records_raw(
         self,
@@ -297,23 +299,17 @@ class OAIClient(Component):
     ) -> Iterator[RawPage]:
         """ListRecords (§4.5), one page at a time, each with its HTTP exchange as received."""
         args = _list_args(metadata_prefix, from_, until, set_spec, resumption_token)
-        for response, resumption in self._pages("ListRecords", args):
+        for response, position in self._pages("ListRecords", args):
             url = response.exchange.url
             elements = response.xml.iterfind(f"{_OAI}ListRecords/{_OAI}record")
             records = (RawRecord(_listed_header(e.find(_OAI + "header"), url), e) for e in elements)
-            yield RawPage(
-                exchange=response.exchange,
-                records=tuple(records),
-                response_date=response.response_date,
-                token=resumption.token,
-                cursor=resumption.cursor,
-                complete_list_size=resumption.complete_list_size,
-            )
+            yield RawPage(exchange=response.exchange, records=tuple(records), **position)
 
     def _pages(
         self, verb: str, args: dict[str, str]
-    ) -> Iterator[tuple[SafeOAIResponse, ResumptionToken]]:
-        """The resumption loop (§3.5): request, yield the page, follow its token.
+    ) -> Iterator[tuple[SafeOAIResponse, _Position]]:
+        """The resumption loop (§3.5): request, yield the page and where it stands, follow its
+        token.
 
         Each page is judged by a :class:`ListGuard` before it is yielded: a list that would
         not end raises ProtocolError instead.
@@ -329,7 +325,13 @@ class OAIClient(Component):
                 resumption.token,
                 resumption.complete_list_size,
             )
-            yield response, resumption
+            position = _Position(
+                response_date=response.response_date,
+                token=resumption.token,
+                cursor=resumption.cursor,
+                complete_list_size=resumption.complete_list_size,
+            )
+            yield response, position
             if resumption.token is None:
                 return
             args = {"resumptionToken": resumption.token}

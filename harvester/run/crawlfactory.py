@@ -8,7 +8,7 @@ harvest, whose incremental runs are mostly start-up, never pays for them
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harvester.settings import HarvestSettings
 
@@ -32,16 +32,10 @@ CrawlerFactory = Callable[
 def crawler_factory(settings: HarvestSettings) -> CrawlerFactory:
     """:func:`~harvester.crawl.build.build_crawler` bound to ``settings``, imported when called."""
 
-    def build(
-        state: State,
-        recorder: Recorder,
-        fetcher: Fetcher,
-        summary: Summary,
-        deadline: float | None,
-        progress: Progress | None = None,
-    ) -> tuple[Crawler, SeenSet]:
+    def build(*parts: Any) -> tuple[Crawler, SeenSet]:
+        # The parts are typed once, by CrawlerFactory, which this function is checked against.
         from harvester.crawl.build import build_crawler
 
-        return build_crawler(settings, state, recorder, fetcher, summary, deadline, progress)
+        return build_crawler(settings, *parts)
 
     return build

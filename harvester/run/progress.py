@@ -6,7 +6,6 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from harvester.summary import Summary
@@ -59,12 +58,7 @@ class ProgressReporter:
             self._started = self.clock()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
 

@@ -47,27 +47,36 @@ class Entry:
     capability: str | None = None  # in a Source Description or Capability List
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Times:
+    """The times an ``rs:md`` carries, in seconds: when a list was made (``at``,
+    ``completed``), or the interval a change list covers (``from``, ``until``)."""
+
+    at: int | None = None
+    completed: int | None = None
+    from_: int | None = None
+    until: int | None = None
+
+    def md(self) -> dict[str, str]:
+        """The attributes of those given, as W3C datetimes."""
+        times = {"at": self.at, "completed": self.completed}
+        times |= {"from": self.from_, "until": self.until}
+        return {name: w3c(value) for name, value in times.items() if value is not None}
+
+
 @dataclass(frozen=True, slots=True)
-class Part:
+class Part(Times):
     """One ``<sitemap>`` of an index: a part of a split list, with its own interval."""
 
     loc: str
-    at: int | None = None
-    completed: int | None = None
-    from_: int | None = None
-    until: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
-    """The document's own ``rs:md`` and ``rs:ln rel="up"`` (times in seconds)."""
+class Head(Times):
+    """The document's own ``rs:md`` and ``rs:ln rel="up"``."""
 
     capability: str
     up: str | None = None
-    at: int | None = None
-    completed: int | None = None
-    from_: int | None = None
-    until: int | None = None
     describedby: str | None = None
     index: str | None = None  # a part's index
 
@@ -86,9 +95,7 @@ def sitemapindex(head: Head, parts: Iterable[Part]) -> bytes:
     for part in parts:
         element = etree.SubElement(root, _SM + "sitemap")
         etree.SubElement(element, _SM + "loc").text = part.loc
-        times = {"at": part.at, "completed": part.completed}
-        times.update({"from": part.from_, "until": part.until})
-        _md(element, {k: w3c(v) for k, v in times.items() if v is not None})
+        _md(element, part.md())
     return _serialise(root)
 
 
@@ -100,10 +107,7 @@ def _root(tag: str, head: Head) -> etree._Element:
         _ln(root, "up", head.up)
     if head.index:
         _ln(root, "index", head.index)
-    md = {"capability": head.capability}
-    times = {"at": head.at, "completed": head.completed, "from": head.from_, "until": head.until}
-    md.update({k: w3c(v) for k, v in times.items() if v is not None})
-    _md(root, md)
+    _md(root, {"capability": head.capability, **head.md()})
     return root
 
 
