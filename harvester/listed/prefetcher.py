@@ -18,7 +18,6 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Iterator
-from types import TracebackType
 from typing import Generic, TypeVar, cast
 
 __all__ = ["Prefetcher"]
@@ -60,12 +59,7 @@ class Prefetcher(Generic[T]):
     def __enter__(self) -> Prefetcher[T]:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _run(self) -> None:
