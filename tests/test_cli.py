@@ -180,4 +180,6 @@ def test_demo_with_json_prints_one_object_and_tells_its_story_on_stderr(tmp_path
     result = json.loads(done.stdout)
     assert result["initial"]["fetched"] == result["site_files"] and result["initial"]["failed"] == 0
     assert (result["incremental"]["fetched"], result["incremental"]["deleted"]) == (4, 1)
+    # the incremental list names the five changes alone: no record restamped by the analyses
+    assert result["incremental"]["listed"] == 5
     assert "1. generated a sample site" in done.stderr

@@ -40,7 +40,12 @@ def run_demo(out: Path, as_json: bool = False) -> int:
     site = make_site(out / "site", pages=120, seed=1)
     say(f"1. generated a sample site of {len(site.public)} files in {site.root}")
     index = out / "provider-index.sqlite"
-    with _Provider(site.root, index) as provider:
+    provider = _Provider(site.root, index)
+    # As a website owner starts: the index made, its plugins' analyses done, then served (a
+    # first serve lists at once and restamps each record as its analyses land: the next
+    # incremental harvest would list them all again).
+    provider.index_site()
+    with provider:
         say(f"2. the provider serves it at {provider.url} (OAI-PMH: {provider.url}/oai)")
         collection = out / "collection"
         time.sleep(2.1)  # so the incremental list's one-second overlap holds only the changes
@@ -117,26 +122,24 @@ class _Provider:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
 
+    def index_site(self) -> None:
+        """``oai-provider index``: the rows and the plugins' analyses, to their end."""
+        cmd = [*self._command("index"), "--base-url", self.url]
+        with open(self.index.with_suffix(".log"), "ab") as log:
+            if subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode:
+                raise click.ClickException(f"indexing the site failed; see {log.name}")
+
     def __enter__(self) -> _Provider:
-        cmd = [
-            sys.executable,
-            "-m",
-            "server_module.cli",
-            "serve",
-            str(self.docroot),
-            "--port",
-            str(self.port),
-            "--index",
-            str(self.index),
-            "--workers",
-            "1",
-            "--refresh-interval",
-            "0",
-        ]
-        log = open(self.index.with_suffix(".log"), "wb")
+        cmd = [*self._command("serve"), "--port", str(self.port), "--workers", "1",
+               "--refresh-interval", "0"]  # fmt: skip
+        log = open(self.index.with_suffix(".log"), "ab")
         self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         _wait_for(f"{self.url}/oai?verb=Identify", self.process)
         return self
+
+    def _command(self, verb: str) -> list[str]:
+        module = [sys.executable, "-m", "server_module.cli", verb]
+        return [*module, str(self.docroot), "--index", str(self.index)]
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None:
