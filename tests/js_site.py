@@ -16,15 +16,15 @@ the sound asked for; ``stop()`` ends the server and whatever it holds open.
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import re
 import threading
-import wave
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.formatcorpus import wav
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -118,18 +118,12 @@ RANGE = 32 * 1024  # the most bytes of the sound a range request is answered wit
 
 
 def _tone() -> bytes:
-    """Six seconds of a square wave, 8 kHz 16-bit mono WAV: about 96 KB, three ranges."""
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(8000)
-        high, low = (
-            (8000).to_bytes(2, "little", signed=True),
-            (-8000).to_bytes(2, "little", signed=True),
-        )
-        w.writeframes(b"".join(high if (i // 9) % 2 else low for i in range(8000 * 6)))
-    return out.getvalue()
+    """Six seconds of a square wave: about 96 KB, three ranges."""
+    high, low = (
+        (8000).to_bytes(2, "little", signed=True),
+        (-8000).to_bytes(2, "little", signed=True),
+    )
+    return wav(b"".join(high if (i // 9) % 2 else low for i in range(8000 * 6)))
 
 
 TONE = _tone()

@@ -28,6 +28,7 @@ from tests.js_site import TONE, serve_js_site
 from tests.pywb import replay
 from tests.schemas import assert_valid
 from tests.test_harvest import records
+from tests.warcrules import broken_rules, fastwarc_check
 
 CHROMIUM = shutil.which("chromium") or "chromium"  # `make sysdeps` installs it
 EVERYTHING = {
@@ -156,18 +157,19 @@ def test_the_browser_crawl_archives_everything_the_pages_load(crawled: Crawled) 
 
 
 def test_a_body_the_browser_decoded_is_stored_with_a_head_that_says_so(crawled: Crawled) -> None:
-    found = []
-    for path in sorted((crawled.out / "warcs").glob("*.warc.gz")):
-        with open(path, "rb") as fh:
-            for r in ArchiveIterator(fh):
-                uri = r.rec_headers.get_header("WARC-Target-URI")
-                if r.rec_type == "response" and uri == crawled.url + "/style.css":
-                    found.append((r.http_headers, r.raw_stream.read()))
+    found = [(h, b) for uri, h, b in responses(crawled.out) if uri == crawled.url + "/style.css"]
     ((head, body),) = found
     assert body == b"body { background: url(/bg.png) }"  # as the browser decoded it
     assert head.get_header("Content-Encoding") is None
     assert head.get_header("Content-Length") == str(len(body))
     assert head.get_header("X-Archive-Orig-Content-Encoding") == "gzip"
+
+
+def test_every_file_passes_fastwarc_and_the_warc_rules(crawled: Crawled) -> None:
+    # among them: each record of what the browser loaded names the address it came from
+    for path in sorted((crawled.out / "warcs").glob("*.warc.gz")):
+        assert fastwarc_check(path) == [], path
+        assert broken_rules(path) == [], path
 
 
 def responses(out: Path) -> list[tuple[str, StatusAndHeaders, bytes]]:

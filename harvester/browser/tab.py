@@ -29,7 +29,7 @@ PATTERNS = [
     {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"},
 ]
 # Bodies are read through Fetch: the Network domain keeps none (it is on for the bypass of
-# service workers alone, which it needs).
+# service workers, which needs it, and the address each answer came from).
 NETWORK = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}
 LINKS = """(() => {
   const out = new Set();
@@ -227,6 +227,9 @@ class Tab:
                 self._recording.paused(params)
             else:  # between pages: let it go
                 asyncio.get_running_loop().create_task(self._let_go(params["requestId"]))
+        elif method in ("Network.responseReceived", "Network.requestWillBeSent"):
+            if self._recording is not None:
+                self._recording.addressed(params)
         elif method == "Page.loadEventFired":
             self._loaded.set()
         elif method == "Page.javascriptDialogOpening":
