@@ -54,13 +54,14 @@ def image(kind: str) -> bytes:
     return out.getvalue()
 
 
-def wav() -> bytes:
+def wav(frames: bytes = b"\x00\x01" * 800) -> bytes:
+    """A WAVE file of ``frames``: PCM, 8 kHz, 16-bit, mono."""
     out = io.BytesIO()
     with wave.open(out, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(8000)
-        w.writeframes(b"\x00\x01" * 800)
+        w.writeframes(frames)
     return out.getvalue()
 
 

@@ -5,21 +5,26 @@ navigation (a JSON API) and makes the links, fetches its content, POSTs a form's
 shows the answer, loads a stylesheet (sent gzipped; it loads an image), and loads an image
 only when it is scrolled into view. Behind the scripted links: pages whose own scripts link
 one level deeper, a page that asks the browser to navigate elsewhere, a page that never stops
-loading (an image whose body never ends), an endless scroll, and a page whose answer never
-comes.
-``JsSite.asked`` holds every (method, path, body) received; ``stop()`` ends the server and
-whatever it holds open.
+loading (an image whose body never ends), an endless scroll, a page whose answer never
+comes, a page playing a sound (served in ranges of at most ``RANGE`` bytes, so that Chromium
+asks for parts of it), a page listening to an event stream that never ends, and a page whose
+service worker answers a ``fetch()`` from its cache.
+``JsSite.asked`` holds every (method, path, body) received, ``JsSite.ranges`` the ranges of
+the sound asked for; ``stop()`` ends the server and whatever it holds open.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.formatcorpus import wav
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -77,7 +82,51 @@ window.addEventListener('scroll', () => {
   if (window.innerHeight + window.scrollY >= document.body.scrollHeight - 10) more();
 });
 </script></body></html>"""
-NAV = ["/section/a", "/section/b", "/hang", "/endless", "/no-answer"]
+MEDIA = """<!doctype html><html><head><title>Media</title></head><body>
+<audio id="tone" src="/media/tone.wav" preload="auto" controls></audio></body></html>"""
+EVENTS = """<!doctype html><html><head><title>Events</title></head><body>
+<p id="ev">waiting</p><script>
+new EventSource('/api/events').onmessage = e => {
+  document.getElementById('ev').textContent = e.data;
+};
+</script></body></html>"""
+WORKER = """<!doctype html><html><head><title>Worker</title></head><body>
+<p id="sw">waiting</p><script>
+const sw = navigator.serviceWorker;
+async function show() {
+  const d = await (await fetch('/worker/data.json')).json();
+  document.getElementById('sw').textContent = d.text;
+}
+const controlled = new Promise(r => sw.addEventListener('controllerchange', r, {once: true}));
+sw.register('/worker/sw.js').then(() => sw.ready)
+  .then(() => sw.controller ? 0 : Promise.race([controlled, new Promise(r => setTimeout(r, 300))]))
+  .then(show);
+</script></body></html>"""
+SERVICE_WORKER = """
+self.addEventListener('install', e => {
+  const kept = caches.open('c').then(c => c.add('/worker/data.json'));
+  e.waitUntil(kept.then(() => self.skipWaiting()));
+});
+self.addEventListener('activate', e => { e.waitUntil(self.clients.claim()); });
+self.addEventListener('fetch', e => {
+  e.respondWith(caches.match(e.request).then(hit => hit || fetch(e.request)));
+});
+"""
+NAV = ["/section/a", "/section/b", "/hang", "/endless", "/no-answer", "/media", "/events"]
+NAV += ["/worker/"]
+RANGE = 32 * 1024  # the most bytes of the sound a range request is answered with
+
+
+def _tone() -> bytes:
+    """Six seconds of a square wave: about 96 KB, three ranges."""
+    high, low = (
+        (8000).to_bytes(2, "little", signed=True),
+        (-8000).to_bytes(2, "little", signed=True),
+    )
+    return wav(b"".join(high if (i // 9) % 2 else low for i in range(8000 * 6)))
+
+
+TONE = _tone()
 NAVIGATE = "setTimeout(() => { location.href = '/navigated'; }, 50);"
 
 
@@ -85,6 +134,7 @@ NAVIGATE = "setTimeout(() => { location.href = '/navigated'; }, 50);"
 class JsSite:
     url: str
     asked: list[tuple[str, str, bytes]] = field(default_factory=list)
+    ranges: list[str] = field(default_factory=list)  # the Range fields of the sound's requests
     ended: threading.Event = field(default_factory=threading.Event)
 
 
@@ -99,12 +149,16 @@ def answer(path: str) -> tuple[int, str, bytes] | None:
         "/deep/b": DEEP.format(name="b"),
         "/hang": HANG,
         "/endless": ENDLESS,
+        "/media": MEDIA,
+        "/events": EVENTS,
+        "/worker/": WORKER,
     }
     data = {
         "/api/nav.json": {"links": NAV},
         "/api/content.json": {"text": "Content fetched by a script"},
         "/api/deep/a.json": {"text": "Deep text a, fetched"},
         "/api/deep/b.json": {"text": "Deep text b, fetched"},
+        "/worker/data.json": {"text": "Data the worker keeps"},
     }
     if path in pages:
         return 200, "text/html; charset=utf-8", pages[path].encode()
@@ -116,7 +170,14 @@ def answer(path: str) -> tuple[int, str, bytes] | None:
         return 200, "text/css", b"body { background: url(/bg.png) }"
     if path in ("/bg.png", "/lazy.png"):
         return 200, "image/png", PNG
+    if path == "/worker/sw.js":
+        return 200, "text/javascript", SERVICE_WORKER.encode()
+    if path == "/media/tone.wav":
+        return 200, "audio/wav", TONE
     return 404, "text/plain", b"not found"
+
+
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -152,10 +213,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             site.ended.wait(120)
             return
+        if self.path == "/api/events":  # one event, then the stream stays open
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            self.wfile.write(b"data: An event streamed\n\n")
+            self.wfile.flush()
+            site.ended.wait(120)
+            return
         got = answer(self.path)
         assert got is not None
+        ranged = _RANGE.fullmatch(self.headers.get("Range") or "")
+        if self.path == "/media/tone.wav" and ranged:
+            site.ranges.append(ranged[0])
+            self._part(got[2], int(ranged[1]), int(ranged[2] or len(got[2]) - 1))
+            return
         coded = self.path == "/style.css" and "gzip" in self.headers.get("Accept-Encoding", "")
         self._send(*got, coded=coded)
+
+    def _part(self, whole: bytes, first: int, last: int) -> None:
+        """A range of the sound: at most ``RANGE`` bytes from ``first``."""
+        last = min(last, first + RANGE - 1, len(whole) - 1)
+        self.send_response(206)
+        self.send_header("Content-Type", "audio/wav")
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Range", f"bytes {first}-{last}/{len(whole)}")
+        self.send_header("Content-Length", str(last - first + 1))
+        self.end_headers()
+        self.wfile.write(whole[first : last + 1])
 
     def _send(self, status: int, kind: str, body: bytes, *, coded: bool = False) -> None:
         self.send_response(status)
@@ -163,6 +249,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = gzip.compress(body)
             self.send_header("Content-Encoding", "gzip")
         self.send_header("Content-Type", kind)
+        if kind == "audio/wav":
+            self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)

@@ -5,11 +5,13 @@ and replays in pywb and in Chromium with the site stopped."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
@@ -19,11 +21,14 @@ from urllib.parse import urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
 
-from tests.js_site import serve_js_site
+from harvester.browser.browser import Browser, PageLimits
+from tests.js_site import TONE, serve_js_site
 from tests.pywb import replay
 from tests.schemas import assert_valid
 from tests.test_harvest import records
+from tests.warcrules import broken_rules, fastwarc_check
 
 CHROMIUM = shutil.which("chromium") or "chromium"  # `make sysdeps` installs it
 EVERYTHING = {
@@ -44,8 +49,14 @@ EVERYTHING = {
     "/hang",
     "/endless",
     "/api/feed?n=0",
+    "/media",
+    "/media/tone.wav",
+    "/events",
+    "/worker/",
+    "/worker/data.json",
 }
 PAGES = {"/", "/section/a", "/section/b", "/deep/a", "/deep/b", "/navigated", "/hang", "/endless"}
+PAGES |= {"/media", "/events", "/worker/"}
 
 
 def harvester(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
@@ -76,6 +87,7 @@ class Crawled:
     out: Path
     run: subprocess.CompletedProcess[str]
     asked: list[tuple[str, str, bytes]]
+    ranges: list[str]
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +98,8 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Crawled]:
         run = harvester(
             "harvest", site.url + "/", "--mode", "crawl", "--browser", "--out", str(out)
         )
-        asked = list(site.asked)
-    yield Crawled(site.url, out, run, asked)
+        asked, ranges = list(site.asked), list(site.ranges)
+    yield Crawled(site.url, out, run, asked, ranges)
 
 
 def test_the_plain_crawl_and_wget_archive_only_the_start_page(tmp_path: Path) -> None:
@@ -145,18 +157,83 @@ def test_the_browser_crawl_archives_everything_the_pages_load(crawled: Crawled) 
 
 
 def test_a_body_the_browser_decoded_is_stored_with_a_head_that_says_so(crawled: Crawled) -> None:
-    found = []
-    for path in sorted((crawled.out / "warcs").glob("*.warc.gz")):
-        with open(path, "rb") as fh:
-            for r in ArchiveIterator(fh):
-                uri = r.rec_headers.get_header("WARC-Target-URI")
-                if r.rec_type == "response" and uri == crawled.url + "/style.css":
-                    found.append((r.http_headers, r.raw_stream.read()))
+    found = [(h, b) for uri, h, b in responses(crawled.out) if uri == crawled.url + "/style.css"]
     ((head, body),) = found
     assert body == b"body { background: url(/bg.png) }"  # as the browser decoded it
     assert head.get_header("Content-Encoding") is None
     assert head.get_header("Content-Length") == str(len(body))
     assert head.get_header("X-Archive-Orig-Content-Encoding") == "gzip"
+
+
+def test_every_file_passes_fastwarc_and_the_warc_rules(crawled: Crawled) -> None:
+    # among them: each record of what the browser loaded names the address it came from
+    for path in sorted((crawled.out / "warcs").glob("*.warc.gz")):
+        assert fastwarc_check(path) == [], path
+        assert broken_rules(path) == [], path
+
+
+def responses(out: Path) -> list[tuple[str, StatusAndHeaders, bytes]]:
+    """(URI, HTTP head, payload as stored) of every response record of the collection."""
+    found = []
+    for path in sorted((out / "warcs").glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            for r in ArchiveIterator(fh):
+                if r.rec_type == "response":
+                    uri = r.rec_headers.get_header("WARC-Target-URI")
+                    found.append((uri, r.http_headers, r.raw_stream.read()))
+    return found
+
+
+def texts(out: Path) -> dict[str, bytes]:
+    """The rendered text of each page, by its URL."""
+    return {
+        h["WARC-Target-URI"].removeprefix("urn:text:"): body
+        for t, h, body in records(out)
+        if t == "resource" and h["WARC-Target-URI"].startswith("urn:text:")
+    }
+
+
+def test_a_sound_the_page_got_in_ranges_is_archived_whole_as_a_200(crawled: Crawled) -> None:
+    assert crawled.ranges  # Chromium asked for parts of it, answered 206
+    stored = responses(crawled.out)
+    ((head, body),) = [(h, b) for uri, h, b in stored if uri == crawled.url + "/media/tone.wav"]
+    assert head.get_statuscode() == "200" and body == TONE
+    assert [uri for uri, h, _ in stored if h.get_statuscode() == "206"] == []
+    for uri, head, body in stored:  # no body whose length disagrees with its head
+        declared = head.get_header("Content-Length")
+        assert declared is None or int(declared) == len(body), uri
+
+
+def test_an_event_stream_is_left_to_the_page_and_not_stored(crawled: Crawled) -> None:
+    assert ("GET", "/api/events", b"") in crawled.asked
+    assert "/api/events" not in paths(crawled.out)
+    assert b"An event streamed" in texts(crawled.out)[crawled.url + "/events"]
+
+
+def test_a_page_holding_an_event_stream_open_is_done_long_before_its_time_limit() -> None:
+    limits = PageLimits(seconds=30.0)
+
+    async def run(url: str) -> tuple[bool, str, float]:
+        b = Browser(CHROMIUM, 1, limits, max_rss=1 << 40)
+        await b.start()
+        try:
+            started = time.monotonic()
+            page = await b.load(url + "/events")
+            return page.complete, page.text, time.monotonic() - started
+        finally:
+            await b.close()
+
+    with serve_js_site() as site:
+        complete, text, took = asyncio.run(run(site.url))
+    assert complete and "An event streamed" in text
+    assert took < limits.seconds / 3  # the stream never ends: the page did not wait for it
+
+
+def test_a_service_worker_is_bypassed_so_what_it_serves_is_archived(crawled: Crawled) -> None:
+    # asked by the worker as it installed (for its cache), and by the page past the worker
+    assert crawled.asked.count(("GET", "/worker/data.json", b"")) == 2
+    assert paths(crawled.out)["/worker/data.json"] == 1
+    assert b"Data the worker keeps" in texts(crawled.out)[crawled.url + "/worker/"]
 
 
 def sqlite_failed(out: Path) -> list[str]:
@@ -239,8 +316,10 @@ def test_the_pages_replay_in_pywb_and_chromium_with_the_site_stopped(
         start = rendered(f"{wayback.server.url}/coll/2999/{crawled.url}/", tmp_path / "p1")
         deep = rendered(f"{wayback.server.url}/coll/2999/{crawled.url}/deep/a", tmp_path / "p2")
         image = wayback.fetch(crawled.url + "/lazy.png")
+        sound = wayback.fetch(crawled.url + "/media/tone.wav")
     assert "Content fetched by a script" in start
     assert 'Posted: {"q":"cooperative"}' in start.replace("&quot;", '"')  # the POST's answer
     assert "/section/a" in start and "/endless" in start  # the links its script made
     assert "Deep text a, fetched" in deep
     assert image.status == 200 and image.body.startswith(b"\x89PNG")
+    assert sound.status == 200 and sound.body == TONE

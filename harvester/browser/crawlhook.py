@@ -10,10 +10,11 @@ from harvester.browser.pagesource import PageSource
 from harvester.browser.tab import PageLimits
 from harvester.http.fetch import Fetcher
 from harvester.settings import HarvestSettings
+from harvester.storage.protocol import State
 
 
 def browser_parts(
-    settings: HarvestSettings, fetcher: Fetcher, recorder: Recorder
+    settings: HarvestSettings, fetcher: Fetcher, recorder: Recorder, state: State
 ) -> tuple[PageSource, PageArchivist, int]:
     """The page source, the archivist, and how many pages are loaded at once (the tabs)."""
     tabs = default_tabs(settings.browser_tabs)
@@ -25,6 +26,11 @@ def browser_parts(
     browser = Browser(settings.browser_executable, tabs, limits, settings.browser_max_rss)
     source = PageSource(fetcher, browser, obey_robots=not settings.ignore_robots)
     archivist = PageArchivist(
-        recorder, source, browser, follow_nofollow=not settings.respect_nofollow
+        recorder,
+        source,
+        browser,
+        state,
+        settings.site_url,
+        follow_nofollow=not settings.respect_nofollow,
     )
     return source, archivist, tabs

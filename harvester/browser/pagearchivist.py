@@ -10,6 +10,13 @@ navigations it asked for; the links of the answer as served for what is not an H
 then the page's group of :mod:`harvester.browser.pagerecords` (screenshot, text, and the
 page's DIDL record listing the records it is made of). It starts the browser with the crawl
 and stops it at its end.
+
+A resource the page loaded goes through the recorder as a crawled page does: a GET whose
+payload is that of the URL's last capture in the state is written as a revisit of it (a
+rerun of an unchanged site writes revisits for all of it), and each capture of a GET is
+kept in the state (:meth:`~harvester.storage.protocol.ResourceStore.remember_loaded`) in
+the page's step, so with its commit, for the next run. A POST's answer is archived whole
+each time: the state keeps one capture a URL, which does not say what was posted.
 """
 
 from __future__ import annotations
@@ -27,19 +34,30 @@ from harvester.crawl.archivist import Archived
 from harvester.crawl.links import response_links
 from harvester.exceptions import FetchError
 from harvester.http.exchange import HttpExchange
-from harvester.storage.protocol import Resource
+from harvester.storage.protocol import Capture, Resource, State
 
 log = logging.getLogger(__name__)
 
 
 class PageArchivist:
     def __init__(
-        self, recorder: Recorder, source: PageSource, browser: Browser, *, follow_nofollow: bool
+        self,
+        recorder: Recorder,
+        source: PageSource,
+        browser: Browser,
+        state: State,
+        site: str,
+        *,
+        follow_nofollow: bool,
     ) -> None:
         self.recorder, self.source, self.browser = recorder, source, browser
+        self.state, self.site = state, site
         self.follow_nofollow = follow_nofollow
         # the exchanges archived this run, by method, URL and body: their type and record ID
         self.archived: dict[str, tuple[str, str]] = {}
+        self._tickets = 0
+        # by page (its ticket): the captures of what it loaded, kept in the state at its step
+        self._loaded: dict[int, list[tuple[str, Capture]]] = {}
 
     async def start(self, commit: Callable[[], None]) -> None:
         await self.browser.start()
@@ -51,11 +69,12 @@ class PageArchivist:
             links = self._served_links(result)
             capture, unchanged = self.recorder.fetched(res, result, outlinks=links)
             return Archived(capture, unchanged, links, 0)
+        loaded: list[tuple[str, Capture]] = []
         for exchange in page.exchanges:
             if exchange is not result:
-                self._archived_once(exchange)
+                self._archived_once(exchange, loaded)
         for url in dict.fromkeys(page.partial):
-            await self._whole(url)
+            await self._whole(url, loaded)
         if not page.complete:
             log.info("%s: still loading at its time limit, archived as it was", res.url)
         if page.rendered:
@@ -67,10 +86,14 @@ class PageArchivist:
         parts += [self.archived[_key(e)] for e in page.exchanges if _key(e) in self.archived]
         parts = list(dict.fromkeys(parts))
         write_page_records(self.recorder.writer, page, parts, self.recorder.provenance())
-        return Archived(capture, unchanged, links, 0)
+        self._tickets += 1
+        self._loaded[self._tickets] = loaded
+        return Archived(capture, unchanged, links, self._tickets)
 
     def stepped(self, ticket: int) -> None:
-        return None
+        """The page's step: the captures of what it loaded kept in the state with it."""
+        for url, capture in self._loaded.pop(ticket, ()):
+            self.state.remember_loaded(self.site, url, capture)
 
     def one_file(self) -> AbstractContextManager[None]:
         return self.recorder.writer.one_file()
@@ -78,7 +101,7 @@ class PageArchivist:
     async def close(self) -> None:
         await self.browser.close()
 
-    async def _whole(self, url: str) -> None:
+    async def _whole(self, url: str, loaded: list[tuple[str, Capture]]) -> None:
         """``url`` fetched whole (the page got a part of it), once a run."""
         if f"GET {url}" in self.archived:
             return
@@ -87,14 +110,19 @@ class PageArchivist:
         except FetchError as exc:
             log.warning("%s: %s", url, exc)
             return
-        self._archived_once(result)
+        self._archived_once(result, loaded)
 
-    def _archived_once(self, exchange: HttpExchange) -> None:
-        """``exchange``'s group written, unless one of the same request was this run."""
+    def _archived_once(self, exchange: HttpExchange, loaded: list[tuple[str, Capture]]) -> None:
+        """``exchange``'s group written, unless one of the same request was this run: a
+        revisit of the URL's last capture when a GET's payload is that capture's."""
         key = _key(exchange)
-        if key not in self.archived:
-            capture, _ = self.recorder.fetched(Resource.unknown(exchange.url), exchange)
-            self.archived[key] = (_mime(exchange), capture.record_id)
+        if key in self.archived:
+            return
+        last = self.state.get(exchange.url) if exchange.method == "GET" else None
+        capture, _ = self.recorder.fetched(last or Resource.unknown(exchange.url), exchange)
+        self.archived[key] = (_mime(exchange), capture.record_id)
+        if exchange.method == "GET":
+            loaded.append((exchange.url, capture))
 
     def _served_links(self, result: HttpExchange) -> list[str]:
         links = response_links(result, follow_nofollow=self.follow_nofollow)

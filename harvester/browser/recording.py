@@ -21,6 +21,9 @@ What is recorded, and how:
 * ``text/event-stream`` answers never end: not read, not stored (as browsertrix).
 * Service workers are bypassed (``Network.setBypassServiceWorker``; browsertrix's default
   disables them), so what a worker would serve is fetched, and recorded, by the page.
+* The address each answer came from (``WARC-IP-Address``) is the one the ``Network``
+  domain's events name for its request (``remoteIPAddress``), given to its exchange as they
+  come, before or after it is recorded.
 * Past ``max_requests`` answers, a request is failed (``BlockedByClient``); a body larger than
   ``max_size`` is not read; a body that does not arrive in the page's time is not stored.
 """
@@ -63,6 +66,10 @@ class Recording:
         self.refused = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self.last_event = time.monotonic()
+        # by the network's request ID: an address for an answer not recorded yet, an exchange
+        # recorded without its address yet
+        self._addresses: dict[str, str] = {}
+        self._by_network: dict[str, HttpExchange] = {}
 
     @property
     def busy(self) -> bool:
@@ -74,6 +81,19 @@ class Recording:
         task = asyncio.get_running_loop().create_task(self._handle(params))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def addressed(self, params: dict[str, Any]) -> None:
+        """A ``Network`` event with a response (``responseReceived``, or ``requestWillBeSent``
+        after a redirect): the address it came from, given to its exchange."""
+        response = params.get("response") or params.get("redirectResponse") or {}
+        address = str(response.get("remoteIPAddress") or "").strip("[]")
+        if not address:
+            return
+        exchange = self._by_network.pop(params["requestId"], None)
+        if exchange is not None and exchange.peer_ip is None:
+            exchange.peer_ip = address
+        else:  # not recorded yet
+            self._addresses[params["requestId"]] = address
 
     async def settle(self) -> None:
         """Every paused request handled (each bounded by the page's time)."""
@@ -129,6 +149,9 @@ class Recording:
         exchange = None if body is None else _exchange(params, status, heads, body, started)
         if exchange is not None:
             self.exchanges.append(exchange)
+            network = str(params.get("networkId") or "")
+            exchange.peer_ip = self._addresses.pop(network, None)
+            self._by_network[network] = exchange
         if ours and exchange is not None and self.document is None:
             self.document = exchange
             if 300 <= status < 400 and _first(heads, "location"):

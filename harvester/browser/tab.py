@@ -28,6 +28,9 @@ PATTERNS = [
     {"urlPattern": "*", "requestStage": "Response"},
     {"urlPattern": "*", "resourceType": "Document", "requestStage": "Request"},
 ]
+# Bodies are read through Fetch: the Network domain keeps none (it is on for the bypass of
+# service workers, which needs it, and the address each answer came from).
+NETWORK = {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}
 LINKS = """(() => {
   const out = new Set();
   for (const a of document.querySelectorAll('a[href], area[href]'))
@@ -93,6 +96,7 @@ class Tab:
         conn.on(tab.session, tab._event)
         await tab._send("Page.enable")
         with contextlib.suppress(CDPError):  # an older browser without it: workers run
+            await tab._send("Network.enable", NETWORK)  # the bypass works only with it on
             await tab._send("Network.setBypassServiceWorker", {"bypass": True})
         await tab._send("Fetch.enable", {"patterns": PATTERNS})
         return tab
@@ -223,6 +227,9 @@ class Tab:
                 self._recording.paused(params)
             else:  # between pages: let it go
                 asyncio.get_running_loop().create_task(self._let_go(params["requestId"]))
+        elif method in ("Network.responseReceived", "Network.requestWillBeSent"):
+            if self._recording is not None:
+                self._recording.addressed(params)
         elif method == "Page.loadEventFired":
             self._loaded.set()
         elif method == "Page.javascriptDialogOpening":

@@ -38,7 +38,10 @@ from harvester.storage.protocol import State
 
 log = logging.getLogger(__name__)
 _READ_SIZE = 1 << 16
-STATUSES = ("pending", "archived", "failed", "abandoned", "deleting", "deleted", "gone", "seed")
+STATUSES = (
+    *("pending", "archived", "failed", "abandoned", "deleting", "deleted", "gone"),
+    *("seed", "loaded"),
+)
 
 _UNREADABLE = (ArchiveLoadFailed, StatusAndHeadersParserException, EOFError, ValueError, zlib.error)
 Tick = Callable[[int], None]  # bytes read since the last call

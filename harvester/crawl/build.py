@@ -66,7 +66,7 @@ def build_crawler(
     if settings.browser:  # imported only then
         from harvester.browser.crawlhook import browser_parts
 
-        fetcher, archivist, concurrency = browser_parts(settings, fetcher, recorder)  # type: ignore[assignment]
+        fetcher, archivist, concurrency = browser_parts(settings, fetcher, recorder, state)  # type: ignore[assignment]
     crawler = Crawler(
         settings.site_url,
         list(dict.fromkeys(seeds)),

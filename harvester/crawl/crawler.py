@@ -96,6 +96,7 @@ class Crawler:
         self._hosts_seen: set[str] = set()
         self._pages = 0  # fetched
         self._asking = 0  # handed out, not answered yet: with _pages, held to max_pages
+        self._visiting: list[str] = []  # the host of each page handed out and not stepped
         self._freed: asyncio.Future[None] | None = None  # the loop's wait, until a host frees
         most, seconds = commits
         self.batch = StepBatch(
@@ -132,8 +133,9 @@ class Crawler:
                     await self._rebalance(loop.time())
                 free = len(running) < self.concurrency
                 item = self.frontier.next(loop.time()) if free else None
-                if item is not None:
-                    self._asking += 1
+                if item is not None:  # its host busy until its step (not given up, nor
+                    self._asking += 1  # opened again: the page, queued still, would come twice)
+                    self._visiting.append(item.host)
                     running.add(asyncio.create_task(self._visit(item)))
                     continue
                 if not running and self.frontier.wake_time() is None:
@@ -183,8 +185,8 @@ class Crawler:
         before = set(leasing.held)
         claimed, gone = leasing.rebalance(
             now,
-            scheduler.idle,
-            lambda host: scheduler.idle(host) and not scheduler.queued_on(host),
+            lambda host: host not in self._visiting,
+            lambda host: host not in self._visiting and not scheduler.queued_on(host),
             lambda host: scheduler.rest(host, now),
         )
         for host in gone:
@@ -198,7 +200,7 @@ class Crawler:
 
     async def _sitemaps_under_leases(self, hosts: list[str]) -> None:
         leasing = self._leasing()
-        seeds = {host: origin for origin in _origins(self.seeds) if (host := _host(origin))}
+        seeds = {urlsplit(origin).hostname or "": origin for origin in _origins(self.seeds)}
         hosts = [h for h in hosts if h in seeds]
         if not hosts:
             return
@@ -274,6 +276,8 @@ class Crawler:
             if self.leasing is not None:
                 self.leasing.held.pop(item.host, None)
             self.frontier.scheduler.drop(item.host)
+        finally:
+            self._visiting.remove(item.host)
 
     async def _step(self, item: QueuedURL) -> None:
         await self._robots_delay(item)
@@ -394,7 +398,3 @@ def _origins(seeds: list[str]) -> list[str]:
     ['http://a.example/', 'https://b.example:8443/']
     """
     return list(dict.fromkeys(f"{p.scheme}://{p.netloc}/" for p in map(urlsplit, seeds)))
-
-
-def _host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()

@@ -230,6 +230,11 @@ class ResourceStore(Protocol):
         """Keep ``capture`` as the last of the site's start URL (status ``seed``); a row a
         list made for that URL is left alone."""
 
+    def remember_loaded(self, site: str, url: str, capture: Capture) -> None:
+        """Keep ``capture`` as the last of a resource a page loaded in the browser (status
+        ``loaded``, none of the site's resources), for the next run's revisit of it; a row
+        a list or the crawl made for that URL is left alone."""
+
     def known_record_ids(self, record_ids: Iterable[str]) -> set[str]: ...
 
     def count(self, site: str, statuses: tuple[str, ...], due: Due | None = None) -> int: ...

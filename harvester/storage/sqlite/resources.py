@@ -141,9 +141,11 @@ class SQLiteResources(SQLiteConnection):
         return int(row[0])
 
     def counts(self, site: str) -> dict[str, int]:
-        """The site's resources by status; its seed is none of them."""
+        """The site's resources by status; its seed and what its pages loaded are none of
+        them."""
         rows = self.db.execute(
-            "SELECT status, COUNT(*) FROM resources WHERE site=? AND status <> 'seed'"
+            "SELECT status, COUNT(*) FROM resources WHERE site=?"
+            " AND status NOT IN ('seed','loaded')"
             " GROUP BY status",
             (site,),
         )
@@ -191,18 +193,28 @@ class SQLiteResources(SQLiteConnection):
     def remember_seed(self, site: str, url: str, capture: Capture) -> None:
         """Keep the last capture of the site's start URL, unless a list names that URL (a
         listed resource's row is left alone)."""
+        self._remember(site, url, capture, "seed")
+
+    def remember_loaded(self, site: str, url: str, capture: Capture) -> None:
+        """Keep the last capture of a resource a browser-loaded page loaded, unless a list
+        or the crawl has a row for that URL (theirs is left alone)."""
+        self._remember(site, url, capture, "loaded")
+
+    def _remember(self, site: str, url: str, capture: Capture, status: str) -> None:
+        """``capture`` as the last of ``url``, in a row of ``status``, which no count of the
+        site includes; a row of another status is left alone."""
         self.db.execute(
             "INSERT INTO resources (url, site, status, http_status, updated, record_id,"
             " warc_file, warc_offset, warc_length, warc_date, payload_digest, sha1, sha256,"
-            " etag, last_modified) VALUES (?,?,'seed',?,?,?,?,?,?,?,?,?,?,?,?)"
+            " etag, last_modified) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
             " ON CONFLICT (url) DO UPDATE SET site=excluded.site,"
             " http_status=excluded.http_status, updated=excluded.updated,"
             " record_id=excluded.record_id, warc_file=excluded.warc_file,"
             " warc_offset=excluded.warc_offset, warc_length=excluded.warc_length,"
             " warc_date=excluded.warc_date, payload_digest=excluded.payload_digest,"
             " sha1=excluded.sha1, sha256=excluded.sha256, etag=excluded.etag,"
-            " last_modified=excluded.last_modified WHERE resources.status='seed'",
-            (url, site, capture.http_status, time.time(), *_capture_args(capture)),
+            " last_modified=excluded.last_modified WHERE resources.status=excluded.status",
+            (url, site, status, capture.http_status, time.time(), *_capture_args(capture)),
         )
 
     def mark_failed(self, url: str, error: str, http_status: int | None = None) -> None:
