@@ -23,9 +23,10 @@ from urllib.parse import urlsplit
 
 from harvester.browser.cdp import Connection
 from harvester.browser.chromium import Chromium
-from harvester.browser.tab import FRAMES, HEIGHT, LINKS, SCROLL
+from harvester.browser.tab import FRAMES, LINKS, SCROLL
 from tests.servers import free_port, wait_until_answers
 
+HEIGHT = "(document.scrollingElement || document.body || {}).scrollHeight || 0"
 PAGE_TIME = 30.0
 IDLE = 0.5
 SCROLLS = 20

@@ -59,6 +59,27 @@ def test_past_its_memory_bound_the_browser_restarts_and_goes_on() -> None:
     assert "Content fetched by a script" in texts[0] and "Deep text a, fetched" in texts[1]
 
 
+def test_the_browser_s_memory_is_read_once_for_pages_loaded_within_seconds() -> None:
+    """Reading every process's ``smaps_rollup`` costs the kernel 40-80 ms: not after each
+    page, but at most once every ``MEMORY_EVERY`` seconds."""
+
+    async def run(url: str) -> int:
+        b = browser()
+        await b.start()
+        reads, read = [], b.chromium.rss
+        b.chromium.rss = lambda: reads.append(1) or read()  # type: ignore[method-assign]
+        try:
+            for _ in range(4):
+                await b.load(url + "/deep/a")
+            return len(reads)
+        finally:
+            await b.close()
+
+    with serve_js_site() as site:
+        reads = asyncio.run(run(site.url))
+    assert 1 <= reads < 4
+
+
 def test_past_its_cap_a_page_s_requests_are_refused() -> None:
     async def run(url: str) -> tuple[int, int]:
         b = browser(max_requests=3)

@@ -62,7 +62,7 @@ class Recording:
         self.answers = 0
         self.refused = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self.last_event = time.monotonic()
+        self.opened = self.last_event = time.monotonic()  # made as the page is navigated
 
     @property
     def busy(self) -> bool:
@@ -104,7 +104,7 @@ class Recording:
         await self._go_on(rid)
 
     async def _response_stage(self, rid: str, params: dict[str, Any]) -> None:
-        started = datetime.now(UTC)
+        started, head = datetime.now(UTC), time.monotonic()
         status = int(params["responseStatusCode"])
         heads = _headers(params.get("responseHeaders", []))
         ours = (
@@ -130,6 +130,8 @@ class Recording:
         if exchange is not None:
             self.exchanges.append(exchange)
         if ours and exchange is not None and self.document is None:
+            # the page's own fetch, timed from its navigation (its host's rest counts it)
+            exchange.latency, exchange.elapsed = head - self.opened, time.monotonic() - self.opened
             self.document = exchange
             if 300 <= status < 400 and _first(heads, "location"):
                 self.redirected.set()  # the page is this redirect: the crawl follows it
