@@ -2,7 +2,8 @@
 
 ``python -m bench.browserpeer URL WARCS --tabs T --warcprox BIN``: warcprox (its own virtual
 environment) writes WARC files into ``WARCS``; Chromium, the same binary and flags as
-``--browser``'s but with warcprox as its proxy (loopback not bypassed), loads the site page by
+``--browser``'s (``FLAGS``; not its renderer process limit, which brozzler does not set) but
+with warcprox as its proxy (loopback not bypassed), loads the site page by
 page in ``T`` tabs, each page driven as brozzler drives one: navigate, wait for the load event
 and a quiet network, scroll to the bottom until the page stops growing, read the links (the
 site's own host only, each page once). Prints the pages loaded as JSON.

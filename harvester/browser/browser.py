@@ -16,7 +16,7 @@ import os
 import time
 
 from harvester.browser.cdp import CDPError, Connection
-from harvester.browser.chromium import Chromium
+from harvester.browser.chromium import Chromium, renderer_flags
 from harvester.browser.tab import PageCapture, PageFailed, PageLimits, Tab
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def default_tabs(wanted: int, cores: int | None = None) -> int:
 
 class Browser:
     def __init__(self, executable: str, tabs: int, limits: PageLimits, max_rss: int) -> None:
-        self.chromium = Chromium(executable)
+        self.chromium = Chromium(executable, renderer_flags(tabs))
         self.tabs, self.limits, self.max_rss = tabs, limits, max_rss
         self.conn: Connection | None = None
         self.peak_rss = 0
