@@ -85,7 +85,7 @@ class PeerTab:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.loaded.wait(), PAGE_TIME)
         await self.quiet(until)
-        for _ in range(SCROLLS):  # as --browser scrolls: to the bottom, until it stops growing
+        for _ in range(SCROLLS):  # as brozzler scrolls: to the bottom, until it stops growing
             before = await self.evaluate(SCROLL)
             await self.evaluate(FRAMES)
             self.last = time.monotonic()
