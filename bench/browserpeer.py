@@ -2,7 +2,8 @@
 
 ``python -m bench.browserpeer URL WARCS --tabs T --warcprox BIN``: warcprox (its own virtual
 environment) writes WARC files into ``WARCS``; Chromium, the same binary and flags as
-``--browser``'s but with warcprox as its proxy (loopback not bypassed), loads the site page by
+``--browser``'s (``FLAGS``; not its renderer process limit, which brozzler does not set) but
+with warcprox as its proxy (loopback not bypassed), loads the site page by
 page in ``T`` tabs, each page driven as brozzler drives one: navigate, wait for the load event
 and a quiet network, scroll to the bottom until the page stops growing, read the links (the
 site's own host only, each page once). Prints the pages loaded as JSON.
@@ -23,9 +24,10 @@ from urllib.parse import urlsplit
 
 from harvester.browser.cdp import Connection
 from harvester.browser.chromium import Chromium
-from harvester.browser.tab import FRAMES, HEIGHT, LINKS, SCROLL
+from harvester.browser.tab import FRAMES, LINKS, SCROLL
 from tests.servers import free_port, wait_until_answers
 
+HEIGHT = "(document.scrollingElement || document.body || {}).scrollHeight || 0"
 PAGE_TIME = 30.0
 IDLE = 0.5
 SCROLLS = 20
@@ -83,7 +85,7 @@ class PeerTab:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.loaded.wait(), PAGE_TIME)
         await self.quiet(until)
-        for _ in range(SCROLLS):  # as --browser scrolls: to the bottom, until it stops growing
+        for _ in range(SCROLLS):  # as brozzler scrolls: to the bottom, until it stops growing
             before = await self.evaluate(SCROLL)
             await self.evaluate(FRAMES)
             self.last = time.monotonic()

@@ -1,7 +1,8 @@
 """The browser's bounds, in Debian's real Chromium against ``tests/js_site.py``: a crashed tab
 fails its page and the next page loads; past its memory bound the browser restarts and goes
-on; past its request cap a page's requests are refused; a crawl killed (SIGKILL) or
-interrupted (Ctrl-C) leaves no browser behind and resumes to the whole site."""
+on, its memory read at most every few seconds; four tabs share two renderer processes; past
+its request cap a page's requests are refused; a crawl killed (SIGKILL) or interrupted
+(Ctrl-C) leaves no browser behind and resumes to the whole site."""
 
 from __future__ import annotations
 
@@ -57,6 +58,63 @@ def test_past_its_memory_bound_the_browser_restarts_and_goes_on() -> None:
         restarts, texts = asyncio.run(run(site.url))
     assert restarts == 2
     assert "Content fetched by a script" in texts[0] and "Deep text a, fetched" in texts[1]
+
+
+def test_the_browser_s_memory_is_read_once_for_pages_loaded_within_seconds() -> None:
+    """Reading every process's ``smaps_rollup`` costs the kernel 40-80 ms: not after each
+    page, but at most once every ``MEMORY_EVERY`` seconds."""
+
+    async def run(url: str) -> int:
+        b = browser()
+        await b.start()
+        reads, read = [], b.chromium.rss
+        b.chromium.rss = lambda: reads.append(1) or read()  # type: ignore[method-assign]
+        try:
+            for _ in range(4):
+                await b.load(url + "/deep/a")
+            return len(reads)
+        finally:
+            await b.close()
+
+    with serve_js_site() as site:
+        reads = asyncio.run(run(site.url))
+    assert 1 <= reads < 4
+
+
+def test_four_tabs_share_two_renderer_processes() -> None:
+    """Chromium's renderers, each 70-130 MB resident, are held to half the tabs (at least 2):
+    without the limit 4 tabs had 7."""
+
+    async def run(url: str) -> int:
+        b = Browser("chromium", 4, PageLimits(seconds=20.0), max_rss=1 << 40)
+        await b.start()
+        try:
+            pages = ("/", "/section/a", "/deep/a", "/deep/b")
+            loaded = await asyncio.gather(*(b.load(url + path) for path in pages))
+            assert all(page.rendered for page in loaded)
+            assert b.chromium.process is not None
+            return len(renderers(b.chromium.process.pid))
+        finally:
+            await b.close()
+
+    with serve_js_site() as site:
+        assert asyncio.run(run(site.url)) == 2
+
+
+def renderers(group: int) -> list[int]:
+    """The renderer processes in the browser's process group."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit():
+                continue
+            stat = (proc / "stat").read_text()
+            ours = int(stat[stat.rindex(")") + 2 :].split()[2]) == group
+            if ours and b"--type=renderer" in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def test_past_its_cap_a_page_s_requests_are_refused() -> None:

@@ -2,11 +2,13 @@
 
 The crawler asks for a page (``fetch`` with ``follow_redirects=False``): robots.txt is obeyed
 as the fetcher obeys it, the page is loaded in the browser and its own document's exchange
-returned once the page is quiet after its load, which the crawler schedules by and records as
-it does a fetched one (so a host rests after a page as long as the page took to load, not to
-be scrolled and read); the rest of the page (scrolled, read) goes on in its tab, a task kept
-for the archivist (:mod:`harvester.browser.pagearchivist`), which waits for it. Anything
-else (a sitemap, robots.txt) is the harvester's fetcher's.
+returned once the page is quiet after its load (and first scroll), which the crawler records
+as it does a fetched one and schedules by: the host rests from then, the delay factor times
+the document's ``elapsed`` (its navigation to its last byte; the crawl's ``timed_by_answer``),
+as Heritrix rests by a URI's fetch, not the page's whole load. The rest of the page (scrolled
+further, read) goes on in its tab, a task kept for the archivist
+(:mod:`harvester.browser.pagearchivist`), which waits for it. Anything else (a sitemap,
+robots.txt) is the harvester's fetcher's.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ class Recording:
         self.answers = 0
         self.refused = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self.last_event = time.monotonic()
+        self.opened = self.last_event = time.monotonic()  # made as the page is navigated
         # by the network's request ID: an address for an answer not recorded yet, an exchange
         # recorded without its address yet
         self._addresses: dict[str, str] = {}
@@ -124,7 +124,7 @@ class Recording:
         await self._go_on(rid)
 
     async def _response_stage(self, rid: str, params: dict[str, Any]) -> None:
-        started = datetime.now(UTC)
+        started, head = datetime.now(UTC), time.monotonic()
         status = int(params["responseStatusCode"])
         heads = _headers(params.get("responseHeaders", []))
         ours = (
@@ -153,6 +153,8 @@ class Recording:
             exchange.peer_ip = self._addresses.pop(network, None)
             self._by_network[network] = exchange
         if ours and exchange is not None and self.document is None:
+            # the page's own fetch, timed from its navigation (its host's rest counts it)
+            exchange.latency, exchange.elapsed = head - self.opened, time.monotonic() - self.opened
             self.document = exchange
             if 300 <= status < 400 and _first(heads, "location"):
                 self.redirected.set()  # the page is this redirect: the crawl follows it

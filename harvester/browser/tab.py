@@ -1,12 +1,15 @@
 """A tab: one page at a time loaded, recorded, scrolled to its end, and read.
 
-:meth:`Tab.start` navigates and waits for the load event (at most the page's time limit: a
-page that never stops loading is read as it is then) and a quiet network; :meth:`Tab.finish`
-scrolls to the bottom until the page stops
-growing (lazy content; at most ``scrolls`` times: an endless scroll ends there), waits for the
-requests this started, then reads the rendered page: its links (after its scripts ran), the
-navigations it asked for, its text and a screenshot of the viewport at the top.
-A page whose document never arrives, or whose tab crashes, raises :class:`PageFailed`.
+:meth:`Tab.start` navigates, waits for the load event (at most the page's time limit: a page
+that never stops loading is read as it is then), scrolls to the bottom at once (what comes into
+view asks for its part: lazy content) and waits for a quiet network; :meth:`Tab.finish` goes
+on scrolling to the bottom while the page, once quiet, no longer ends in view (content
+appended below: at most ``scrolls`` times, so an endless scroll ends there), then reads the
+rendered page: its links (after its scripts ran), the navigations it asked for, its text and a
+screenshot of the viewport at the top. Content a script puts above the viewport does not
+call for another scroll: the browser keeps the viewport's content in place (scroll
+anchoring), so the bottom stays in view. A page whose document never arrives, or whose tab
+crashes, raises :class:`PageFailed`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,6 @@ LINKS = """(() => {
   for (const f of document.querySelectorAll('iframe[src], frame[src]')) out.add(f.src);
   return [...out];
 })()"""
-HEIGHT = "(document.scrollingElement || document.body || {}).scrollHeight || 0"
 FRAMES = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"
 TEXT = "document.body ? document.body.innerText.slice(0, 1000000) : ''"
 SCROLL = """(() => {
@@ -46,6 +48,10 @@ SCROLL = """(() => {
   if (!s) return 0;
   window.scrollTo(0, s.scrollHeight);
   return s.scrollHeight;
+})()"""
+BOTTOM = """(() => {
+  const s = document.scrollingElement || document.body;
+  return !s || s.scrollTop + window.innerHeight >= s.scrollHeight - 2;
 })()"""
 
 
@@ -111,7 +117,8 @@ class Tab:
         return await self.finish(await self.start(url))
 
     async def start(self, url: str) -> PageCapture:
-        """The page's first part: navigated, its document in, quiet after its load event.
+        """The page's first part: navigated, its document in, scrolled to the bottom at its
+        load event and quiet after that.
         :meth:`finish` must follow (the tab is the page's until then)."""
         limits = self.limits
         self._until = until = time.monotonic() + limits.seconds
@@ -176,20 +183,18 @@ class Tab:
         kind = (document.header("Content-Type") or "").lower()
         page.readable = rec.committed and ("html" in kind or not kind)
         if page.readable:
+            with contextlib.suppress(CDPError):  # not scrolled: read as it is by finish
+                await self._scrolled(rec, until)
             await self._quiet(rec, until)
         return page
 
     async def _read(self, page: PageCapture, rec: Recording, until: float) -> None:
         """Scrolled to its end, the page's links, text and screenshot."""
-        for _ in range(self.limits.scrolls):  # to the bottom, until it stops growing
-            if time.monotonic() >= until:
+        for _ in range(self.limits.scrolls - 1):  # until the bottom stays in view, once quiet
+            if time.monotonic() >= until or await self._evaluate(BOTTOM, until):
                 break
-            before = await self._evaluate(SCROLL, until)
-            await self._evaluate(FRAMES, until)  # what came into view has asked for its part
-            rec.last_event = time.monotonic()
+            await self._scrolled(rec, until)
             await self._quiet(rec, until)
-            if (await self._evaluate(HEIGHT, until) or 0) <= (before or 0):
-                break
         page.links = [u for u in await self._evaluate(LINKS, until) or [] if _web(u)]
         page.text = str(await self._evaluate(TEXT, until) or "")
         await self._evaluate("window.scrollTo(0, 0)", until)
@@ -198,6 +203,12 @@ class Tab:
         )
         page.screenshot = base64.b64decode(shot.get("data", ""))
         page.rendered = True
+
+    async def _scrolled(self, rec: Recording, until: float) -> None:
+        """Scrolled to the bottom; what came into view has asked for its part."""
+        await self._evaluate(SCROLL, until)
+        await self._evaluate(FRAMES, until)
+        rec.last_event = time.monotonic()
 
     async def _quiet(self, rec: Recording, until: float) -> None:
         """Until no request was paused for ``idle`` seconds and none is being handled."""

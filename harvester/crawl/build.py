@@ -79,6 +79,7 @@ def build_crawler(
         summary=summary,
         progress=progress,
         commits=(settings.commit_every, settings.commit_seconds),
+        timed_by_answer=settings.browser,  # a host rests after a page as after its document
         leasing=None
         if state.leases is None
         else HostLeasing(

@@ -1,10 +1,9 @@
 """The crawl loop: fetch what the frontier schedules, archive it, queue what it links to.
 
-Used when a site has no OAI-PMH provider (or with ``--mode crawl``). It writes the same
-WARC groups, DIDL records and CDXJ index through the same recorder and state as the OAI-PMH
-path, plus a ``metadata`` record of outlinks per page, as Heritrix does; the recorder, and
-the links' extraction, are the archivist's (``crawl/archivist.py``: on two cores, a process
-of its own).
+Used when a site has no OAI-PMH provider (or with ``--mode crawl``). It writes the same WARC
+groups, DIDL records and CDXJ index through the same recorder and state as the OAI-PMH path,
+plus a ``metadata`` record of outlinks per page, as Heritrix does; the recorder, and the links'
+extraction, are the archivist's (``crawl/archivist.py``: on two cores, a process of its own).
 
 Each fetched page is one step: its WARC group is written out, then the state records the
 page as fetched and queues its new links, in a transaction that many steps share
@@ -13,6 +12,8 @@ page as fetched and queues its new links, in a transaction that many steps share
 discovered URL is lost, and a page whose step was not committed at the kill is fetched again,
 its duplicate caught by payload digest (a revisit record).
 Redirects are not followed in place: the 3xx response is archived and its target queued.
+A host's rest counts from its answer's end; with ``timed_by_answer`` (browser mode) the fetch
+it is a factor of is the answer's own ``elapsed`` (the page's document), else the whole fetch.
 
 With ``leasing`` (a state many workers share), the crawler schedules only the hosts it holds
 (``crawl/leasing.py``), rebalances them every ``leasing.poll`` seconds, acknowledges each page
@@ -81,6 +82,7 @@ class Crawler:
         progress: Progress | None = None,
         leasing: HostLeasing | None = None,
         commits: tuple[int, float] = (1, 0.0),
+        timed_by_answer: bool = False,
     ) -> None:
         self.site, self.seeds = site, seeds
         self.leasing = leasing
@@ -88,7 +90,7 @@ class Crawler:
             frontier.owns = leasing.owns
             frontier.shared = True
         self.state, self.frontier, self.fetcher = state, frontier, fetcher
-        self.archivist = archivist
+        self.archivist, self.timed_by_answer = archivist, timed_by_answer
         self.concurrency = concurrency
         self.limits = limits
         self.summary = summary
@@ -301,6 +303,7 @@ class Crawler:
             nbytes=len(result.body),
             status=result.status,
             retry_after=_retry_after(result),
+            took=result.elapsed if self.timed_by_answer else None,
         )
         self._host_freed()
         self._pages += 1
@@ -369,13 +372,9 @@ class Crawler:
                 self.state.dequeue(item.url)  # robots, loops: not retried this cycle
         self.summary.failed += 1
         retry = exc.retry_after if isinstance(exc, TransientFetchError) else None
+        now = asyncio.get_running_loop().time()
         self.frontier.scheduler.done(
-            item.host,
-            now=asyncio.get_running_loop().time(),
-            latency=latency,
-            nbytes=0,
-            status=status or 599,
-            retry_after=retry,
+            item.host, now=now, latency=latency, nbytes=0, status=status or 599, retry_after=retry
         )
 
     def _host_freed(self) -> None:

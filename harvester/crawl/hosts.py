@@ -92,9 +92,11 @@ class _Timing:
     last_response: float = 0.0  # the whole last fetch, start to last byte
     starts: deque[float] = field(default_factory=deque)
 
-    def record(self, now: float, latency: float, nbytes: int) -> None:
+    def record(self, now: float, latency: float, nbytes: int, took: float | None = None) -> None:
+        """A fetch ended ``now``; it took ``took`` seconds if the fetcher timed it itself,
+        else from its start (its hand-out) to ``now``."""
         started = self.starts.popleft() if self.starts else now - latency
-        duration = max(now - started, latency, 0.0)
+        duration = max(now - started if took is None else took, latency, 0.0)
         self.latency = _ewma(self.latency, max(latency, 0.0))
         self.page_bytes = _ewma(self.page_bytes, max(nbytes, 0))
         transfer = duration - latency
@@ -205,11 +207,17 @@ class HostState:
         return True
 
     def finish(
-        self, now: float, latency: float, nbytes: int, status: int | None, retry_after: float | None
+        self,
+        now: float,
+        latency: float,
+        nbytes: int,
+        status: int | None,
+        retry_after: float | None,
+        took: float | None = None,
     ) -> None:
         """A fetch ended; one the scheduler did not hand out (robots.txt) counts as well."""
         self.in_flight = max(self.in_flight - 1, 0)
-        self.timing.record(now, latency, nbytes)
+        self.timing.record(now, latency, nbytes, took)
         self.rate = self._measured_rate()
         if not is_failure(status):
             self.failures, self.backoff_until = 0, NEVER

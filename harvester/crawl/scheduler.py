@@ -44,9 +44,11 @@ class Scheduler(Protocol):
         nbytes: int,
         status: int | None,
         retry_after: float | None = None,
+        took: float | None = None,
     ) -> None:
         """A fetch finished: ``latency`` is the seconds until the response started, ``nbytes``
-        the body read, ``status`` None when there was no response."""
+        the body read, ``status`` None when there was no response, ``took`` the seconds the
+        fetch took when the fetcher timed it (else: from its hand-out to ``now``)."""
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
         """The host's robots.txt Crawl-delay (None: none given)."""

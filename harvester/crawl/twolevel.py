@@ -129,10 +129,11 @@ class _TwoLevel:
         nbytes: int,
         status: int | None,
         retry_after: float | None = None,
+        took: float | None = None,
     ) -> None:
         self._clock = max(self._clock, now)
         state = self._host(host)
-        state.finish(now, latency, nbytes, status, retry_after)
+        state.finish(now, latency, nbytes, status, retry_after, took)
         if state.rate is not None:
             self._best_rate = max(self._best_rate, state.rate)
         self._place(state)
