@@ -78,7 +78,7 @@ class HarvestSettings:
     delay_factor: float = 1.0  # a host rests at least this times its last response time
     schedule: str = "capability"  # bfs | performance | quality | capability
     score: str = "backlinks"  # the URL score the frontier orders by: backlinks | quality | opic
-    crawl_per_host: int = 2  # a crawl's connections per host (the OAI path uses per_host)
+    crawl_per_host: int = 0  # a crawl's pages of a host at once; 0: 2, or --browser-tabs given
     crawl_processes: int = 0  # 1: a crawl archives in its process, 2: in a second; 0: 2 if 2+ cores
     policy: Path | None = None  # a TOML file of crawl policies (favor, default, distrust)
     respect_nofollow: bool = False
@@ -213,6 +213,8 @@ def _check(values: Mapping[str, Any]) -> None:
         raise ValueError("catch_up_passes must be 0 (none) or more")
     if int(values.get("fetch_processes", 0)) < 0:
         raise ValueError("fetch_processes must be 0 (one a core) or more")
+    if int(values.get("crawl_per_host", 0)) < 0:
+        raise ValueError("crawl_per_host must be 0 (2, or the tabs given) or more")
     if int(values.get("browser_tabs", 0)) < 0:
         raise ValueError("browser_tabs must be 0 (one a core) or more")
     if int(values.get("crawl_processes", 0)) not in (0, 1, 2):

@@ -17,7 +17,6 @@ import os
 import pwd
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,19 +63,14 @@ def page(body: str, pad: int = 0) -> str:
     return f"<!doctype html><html><body>{body}<!-- {'x' * pad} --></body></html>"
 
 
-@pytest.fixture(scope="module")
-def log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Asked], Path]]:
-    """The site crawled with ``--browser`` and default flags; nginx's log, by path, and the
-    collection."""
-    tmp = tmp_path_factory.mktemp("pacing")
-    root, prefix, out = tmp / "www", tmp / "nginx", tmp / "coll"
-    (root / "slow").mkdir(parents=True)
+def crawled(tmp: Path, files: dict[str, bytes | str], *flags: str) -> dict[str, Asked]:
+    """``files`` served by nginx (``/slow/`` at RATE bytes a second), crawled with
+    ``--browser``, default flags but ``flags``, into ``tmp/coll``; nginx's log, by path."""
+    root, prefix = tmp / "www", tmp / "nginx"
     (prefix / "tmp").mkdir(parents=True)
-    (root / "index.html").write_text(page('<img src="/slow/a.png"><a href="/slow/b.html">b</a>'))
-    (root / "slow" / "a.png").write_bytes(PNG + b"\0" * (5 * RATE))  # about 4-5 s
-    (root / "slow" / "b.html").write_text(page('<a href="/c.html">c</a>', 2 * RATE))  # 1-2 s
-    (root / "c.html").write_text(page("the end"))
-    (root / "up.txt").write_text("up")  # asked until nginx answers, by the test
+    for name, body in {**files, "up.txt": "up"}.items():  # up.txt: asked until nginx answers
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(body.encode() if isinstance(body, str) else body)
     port = free_port()
     user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
     (prefix / "nginx.conf").write_text(
@@ -87,15 +81,28 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, As
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with RunningServer(proc, "127.0.0.1", port) as server:
         wait_until_answers(f"{server.url}/up.txt", proc, 30.0)
-        run = harvester(
-            "harvest", f"{server.url}/", "--mode", "crawl", "--browser", "--out", str(out)
-        )
+        run = harvester("harvest", f"{server.url}/", "--mode", "crawl", "--browser", "--out",
+                        str(tmp / "coll"), *flags)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     asked: dict[str, Asked] = {}
     for line in (prefix / "access.log").read_text().splitlines():
         end, took, path = line.split()
         asked.setdefault(path, Asked(float(end) - float(took), float(end), path))
-    yield asked, out
+    return asked
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Asked], Path]:
+    """The site crawled with ``--browser`` and default flags; nginx's log, by path, and the
+    collection."""
+    tmp = tmp_path_factory.mktemp("pacing")
+    files: dict[str, bytes | str] = {
+        "index.html": page('<img src="/slow/a.png"><a href="/slow/b.html">b</a>'),
+        "slow/a.png": PNG + b"\0" * (5 * RATE),  # about 4-5 s
+        "slow/b.html": page('<a href="/c.html">c</a>', 2 * RATE),  # 1-2 s
+        "c.html": page("the end"),
+    }
+    return crawled(tmp, files), tmp / "coll"
 
 
 def test_the_site_is_archived(log: tuple[dict[str, Asked], Path]) -> None:
@@ -144,3 +151,16 @@ def test_a_page_waits_once_for_a_quiet_network_when_scrolling_brings_no_more() -
     }
     assert "Content fetched by a script" in page.text and page.screenshot
     assert took < 2 * idle  # two waits for a quiet network take at least that
+
+
+def test_the_tabs_given_load_as_many_pages_of_one_host_at_once(tmp_path: Path) -> None:
+    """``--browser-tabs 4`` on a one-host site: its four slow pages load at once, as
+    browsertrix-crawler's four workers would (``--crawl-per-host`` left to its default)."""
+    slow = [f"/slow/p{n}.html" for n in range(4)]
+    links = "".join(f'<a href="{path}">p</a>' for path in slow)
+    files: dict[str, bytes | str] = {"index.html": page(links)}
+    files |= {path.lstrip("/"): page("a slow page", 2 * RATE) for path in slow}  # 1-2 s each
+    asked = crawled(tmp_path, files, "--browser-tabs", "4")
+    spans = [asked[path] for path in slow]
+    latest_start, earliest_end = max(a.start for a in spans), min(a.end for a in spans)
+    assert latest_start < earliest_end, spans  # all four were being sent at one moment

@@ -157,7 +157,8 @@ HARVEST_OPTIONS: list[Callable[[F], F]] = [
            help="Stop after this many bytes (the next run resumes)."),
     option("--delay-factor", type=float, group=CRAWL,
            help="A host rests at least K times its last response time."),
-    option("--crawl-per-host", type=int, group=CRAWL, help="Connections per host."),
+    option("--crawl-per-host", type=int, group=CRAWL, note="0: 2, or --browser-tabs when given",
+           help="Pages of one host fetched at once."),
     option("--crawl-processes", type=click.IntRange(0, 2), group=CRAWL,
            note="2 on two cores or more", help="2: pages are archived in a second process;"
            " 1: in the crawling one."),

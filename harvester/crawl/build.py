@@ -44,8 +44,14 @@ def build_crawler(
     seeds = [canonicalize(u) for u in (settings.site_url, *settings.seeds)]
     policies = load_policies(settings.policy)
     seeds += [canonicalize(u) for u in policies.seeds]
+    archivist, concurrency = _archivist(settings, state, recorder), settings.concurrency
+    if settings.browser:  # imported only then
+        from harvester.browser.crawlhook import browser_parts
+
+        fetcher, archivist, concurrency = browser_parts(settings, fetcher, recorder, state)  # type: ignore[assignment]
+    per_host = crawl_per_host(settings)
     politeness = Politeness(
-        delay=settings.delay, delay_factor=settings.delay_factor, per_host=settings.crawl_per_host
+        delay=settings.delay, delay_factor=settings.delay_factor, per_host=per_host
     )
     seen = SeenSet(settings.seen_path, cache_size=settings.seen_cache)
     frontier = Frontier(
@@ -62,11 +68,6 @@ def build_crawler(
         scorer=OPICScorer(multiplier=policies.multiplier),
         policies=policies,
     )
-    archivist, concurrency = _archivist(settings, state, recorder), settings.concurrency
-    if settings.browser:  # imported only then
-        from harvester.browser.crawlhook import browser_parts
-
-        fetcher, archivist, concurrency = browser_parts(settings, fetcher, recorder, state)  # type: ignore[assignment]
     crawler = Crawler(
         settings.site_url,
         list(dict.fromkeys(seeds)),
@@ -86,15 +87,27 @@ def build_crawler(
             state.leases,
             settings.site_url,
             settings.worker_id,
-            most=hosts_at_once(
-                settings.concurrency,
-                settings.crawl_per_host,
-                settings.delay,
-                settings.delay_factor,
-            ),
+            most=hosts_at_once(concurrency, per_host, settings.delay, settings.delay_factor),
         ),
     )
     return crawler, seen
+
+
+def crawl_per_host(settings: HarvestSettings) -> int:
+    """Pages of one host fetched at once: the setting, or with 0, 2; in browser mode the
+    tabs when they are given (a tab is a visitor's page load: browsertrix-crawler's workers
+    all load the one site), 2 when they come from the cores.
+
+    >>> from pathlib import Path
+    >>> from harvester.settings import HarvestSettings as S
+    >>> url = "http://a.example/"
+    >>> [crawl_per_host(S(site_url=url, out=Path("o"), **kw)) for kw in
+    ...  ({}, {"crawl_per_host": 1}, {"browser": True}, {"browser": True, "browser_tabs": 4})]
+    [2, 1, 2, 4]
+    """
+    if settings.crawl_per_host > 0:
+        return settings.crawl_per_host
+    return settings.browser_tabs if settings.browser and settings.browser_tabs > 0 else 2
 
 
 def _archivist(settings: HarvestSettings, state: State, recorder: Recorder) -> Archivist:
