@@ -37,10 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-from lxml import etree
-
-from bench import harvest
+from bench import harvest, provider
 from bench.harness import CHILD_USAGE, Report, median, run_child
 from tests.servers import HOST, free_port, wait_until_answers
 from tests.sites import Manifest
@@ -50,7 +47,6 @@ OUT = REPO / "bench" / "out" / "checkouts"
 TIMEOUT = 900.0
 PACKAGES = ("harvester", "server_module", "coop_common")
 JOBS = ("index", "list", "initial", "incremental", "crawl")
-OAI = "{http://www.openarchives.org/OAI/2.0/}"
 
 
 @dataclass(frozen=True)
@@ -59,53 +55,69 @@ class Sample:
     cpu: float
 
 
-def _python(checkout: Path) -> str:
-    python = checkout / ".venv" / "bin" / "python"
-    if not python.exists():
-        raise SystemExit(f"{checkout}: no .venv; run `make .venv/.installed` there first")
-    for package in PACKAGES:
-        if (checkout / package).is_dir():
-            compileall.compile_dir(checkout / package, quiet=1)
-    return str(python)
+@dataclass(frozen=True)
+class Contender:
+    """A checkout (``this`` or ``base``) and its interpreter, its modules byte-compiled."""
+
+    name: str
+    checkout: Path
+    python: str
+
+    @classmethod
+    def of(cls, name: str, checkout: Path) -> Contender:
+        python = checkout / ".venv" / "bin" / "python"
+        if not python.exists():
+            raise SystemExit(f"{checkout}: no .venv; run `make .venv/.installed` there first")
+        for package in PACKAGES:
+            if (checkout / package).is_dir():
+                compileall.compile_dir(checkout / package, quiet=1)
+        return cls(name, checkout, str(python))
+
+    def tag(self, job: str, index: int) -> str:
+        return f"{job}-{self.name}-{index}"
 
 
-def _measured(argv: list[str], checkout: Path, tag: str) -> tuple[Sample, str]:
+def _measured(argv: list[str], who: Contender, tag: str) -> tuple[Sample, str]:
     logs = OUT / "logs"
-    run = run_child(argv, logs / f"{tag}.out", logs / f"{tag}.err", timeout=TIMEOUT, cwd=checkout)
+    run = run_child(
+        argv, logs / f"{tag}.out", logs / f"{tag}.err", timeout=TIMEOUT, cwd=who.checkout
+    )
     return Sample(run.seconds, run.usage.ru_utime + run.usage.ru_stime), run.stdout
 
 
-def _harvest(python: str, checkout: Path, url: str, out: Path, *extra: str) -> tuple[Sample, dict]:
-    argv = [python, "-m", "harvester.cli", "harvest", url, "--out", str(out), "--quiet", "--json",
-            *extra]  # fmt: skip
-    sample, stdout = _measured(argv, checkout, out.name)
+def _harvest(who: Contender, url: str, out: Path, *extra: str) -> tuple[Sample, dict]:
+    argv = [who.python, "-m", "harvester.cli", "harvest", url, "--out", str(out), "--quiet",
+            "--json", *extra]  # fmt: skip
+    sample, stdout = _measured(argv, who, out.name)
     return sample, json.loads(stdout.strip().splitlines()[-1])
 
 
-def _index(python: str, checkout: Path, site: Path, url: str, tag: str) -> tuple[Sample, Path]:
+def _index(who: Contender, site: Path, url: str, tag: str) -> tuple[Sample, Path]:
     index = OUT / f"{tag}.sqlite"
     index.unlink(missing_ok=True)
-    argv = [python, "-m", "server_module.cli", "index", str(site), "--base-url", url,
+    argv = [who.python, "-m", "server_module.cli", "index", str(site), "--base-url", url,
             "--index", str(index), "--no-plugins"]  # fmt: skip
-    return _measured(argv, checkout, tag)[0], index
+    return _measured(argv, who, tag)[0], index
 
 
-def _list(python: str, checkout: Path, site: Path, tag: str) -> Sample:
+def _list(who: Contender, site: Path, tag: str) -> Sample:
     """Index and serve ``site`` with this checkout, list every identifier, stop: the CPU of
     the serve (its start-up refresh finds nothing changed)."""
     port = free_port()
     url = f"http://{HOST}:{port}"
-    index = _index(python, checkout, site, url, f"{tag}-index")[1]
+    index = _index(who, site, url, f"{tag}-index")[1]
     usage = OUT / "logs" / f"{tag}.usage.json"
-    argv = [python, "-S", str(CHILD_USAGE), str(usage), "--", python, "-m", "server_module.cli",
+    argv = [who.python, "-S", str(CHILD_USAGE), str(usage), "--", who.python, "-m",
+            "server_module.cli",
             "serve", str(site), "--port", str(port), "--base-url", url, "--index", str(index),
             "--workers", "1", "--threads", "1", "--refresh-interval", "0",
             "--no-plugins"]  # fmt: skip
     with open(OUT / "logs" / f"{tag}.err", "wb") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=log, cwd=checkout, start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=log, stderr=log, cwd=who.checkout,
+                                start_new_session=True)  # fmt: skip
     try:
         wait_until_answers(f"{url}/oai?verb=Identify", proc, 120.0)
-        count = _list_identifiers(f"{url}/oai")
+        count = provider.harvest(f"{url}/oai", "ListIdentifiers", "oai_dc", 10_000).items
     finally:
         # The serve is the wrapper's one child: stopped alone, its master reaps its worker and
         # exits, and the wrapper writes what wait4 said of it.
@@ -119,18 +131,6 @@ def _list(python: str, checkout: Path, site: Path, tag: str) -> Sample:
     measured = json.loads(usage.read_text())
     cpu = measured["usage"]["ru_utime"] + measured["usage"]["ru_stime"]
     return Sample(measured["seconds"], cpu)
-
-
-def _list_identifiers(endpoint: str) -> int:
-    count, params = 0, {"verb": "ListIdentifiers", "metadataPrefix": "oai_dc"}
-    with requests.Session() as session:
-        while True:
-            tree = etree.fromstring(session.get(endpoint, params=params, timeout=60).content)
-            count += sum(1 for _ in tree.iterfind(f".//{OAI}header"))
-            token = tree.findtext(f".//{OAI}resumptionToken")
-            if not token:
-                return count
-            params = {"verb": "ListIdentifiers", "resumptionToken": token}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -148,74 +148,66 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-Trial = Callable[[str, Path, int], Sample]
+Trial = Callable[[Contender, int], Sample]
 Samples = dict[str, dict[str, list[Sample]]]
 
 
-def _alternate(trials: dict[str, Trial], checkouts: dict[str, Path], runs: int,
+def _alternate(trials: dict[str, Trial], contenders: list[Contender], runs: int,
                samples: Samples) -> None:  # fmt: skip
-    pythons = {name: _python(checkout) for name, checkout in checkouts.items()}
     for index in range(runs):
-        order = list(checkouts) if index % 2 == 0 else list(checkouts)[::-1]
         for job, trial in trials.items():
-            for name in order:
-                sample = trial(pythons[name], checkouts[name], index)
-                samples.setdefault(job, {}).setdefault(name, []).append(sample)
+            for who in contenders if index % 2 == 0 else contenders[::-1]:
+                samples.setdefault(job, {}).setdefault(who.name, []).append(trial(who, index))
 
 
 def run(argv: list[str]) -> Report:
     args = parse_args(argv)
-    checkouts = {"this": REPO, "base": args.base.resolve()}
+    contenders = [Contender.of("this", REPO), Contender.of("base", args.base.resolve())]
     shutil.rmtree(OUT, ignore_errors=True)
     (OUT / "logs").mkdir(parents=True)
     harvest.OUT = OUT
     manifest = harvest.fresh_site("site", args.files)
     site = manifest.root
     samples: Samples = {}
-    tags = {checkout: name for name, checkout in checkouts.items()}
-
-    def tag(checkout: Path, job: str, index: int) -> str:
-        return f"{job}-{tags[checkout]}-{index}"
-
     offline: dict[str, Trial] = {
-        "index": lambda py, co, i: _index(py, co, site, "http://b.invalid", tag(co, "index", i))[0],
-        "list": lambda py, co, i: _list(py, co, site, tag(co, "list", i)),
+        "index": lambda who, i: _index(who, site, "http://b.invalid", who.tag("index", i))[0],
+        "list": lambda who, i: _list(who, site, who.tag("list", i)),
     }
-    _alternate({job: offline[job] for job in args.jobs if job in offline}, checkouts, args.runs,
-               samples)  # fmt: skip
-    with harvest.providing(site, workers=2, threads=4) as provider:
-        _harvests(args, checkouts, provider, manifest, samples, tag)
+    _alternate({job: offline[job] for job in args.jobs if job in offline}, contenders,
+               args.runs, samples)  # fmt: skip
+    with harvest.providing(site, workers=2, threads=4) as serving:
+        _harvests(args, contenders, serving, manifest, samples)
     return _report(args, samples)
 
 
-def _harvests(args: argparse.Namespace, checkouts: dict[str, Path], provider: harvest.Provider,
-              manifest: Manifest, samples: Samples, tag: Callable[[Path, str, int], str],
-              ) -> None:  # fmt: skip
+def _harvests(args: argparse.Namespace, contenders: list[Contender], serving: harvest.Provider,
+              manifest: Manifest, samples: Samples) -> None:  # fmt: skip
+    url = serving.url
     online: dict[str, Trial] = {
-        "initial": lambda py, co, i: _harvest(py, co, provider.url, OUT / tag(co, "initial", i))[0],
-        "crawl": lambda py, co, i: _harvest(py, co, f"{provider.url}/index.html",
-                                            OUT / tag(co, "crawl", i), "--mode", "crawl")[0],
+        "initial": lambda who, i: _harvest(who, url, OUT / who.tag("initial", i))[0],
+        "crawl": lambda who, i: _harvest(who, f"{url}/index.html", OUT / who.tag("crawl", i),
+                                         "--mode", "crawl")[0],
     }  # fmt: skip
-    _alternate({job: online[job] for job in args.jobs if job in online}, checkouts, args.runs,
+    _alternate({job: online[job] for job in args.jobs if job in online}, contenders, args.runs,
                samples)  # fmt: skip
     if "incremental" not in args.jobs:
         return
-    for name, checkout in checkouts.items():
-        _harvest(_python(checkout), checkout, provider.url, OUT / f"before-{name}")
+    for who in contenders:
+        _harvest(who, url, OUT / f"before-{who.name}")
     modified, removed = args.files // 100, args.files // 200
-    harvest.refresh_index(provider, harvest.change_site(manifest, modified, removed, removed))
+    harvest.refresh_index(serving, harvest.change_site(manifest, modified, removed, removed))
     expected = (modified + removed, removed)
 
-    def rerun(python: str, checkout: Path, index: int) -> Sample:
-        folder = OUT / tag(checkout, "incremental", index)
-        shutil.copytree(OUT / f"before-{'this' if checkout == REPO else 'base'}", folder)
-        sample, summary = _harvest(python, checkout, provider.url, folder)
+    def rerun(who: Contender, index: int) -> Sample:
+        folder = OUT / who.tag("incremental", index)
+        shutil.copytree(OUT / f"before-{who.name}", folder)
+        sample, summary = _harvest(who, url, folder)
         got = (summary.get("fetched"), summary.get("deleted"))
         if got != expected:
             raise RuntimeError(f"{folder.name} archived {got} (fetched, deleted), not {expected}")
         return sample
 
-    _alternate({"incremental": rerun}, checkouts, args.runs, samples)
+    _alternate({"incremental": rerun}, contenders, args.runs, samples)
 
 
 def _report(args: argparse.Namespace, samples: Samples) -> Report:
