@@ -44,11 +44,13 @@ def build_crawler(
     seeds = [canonicalize(u) for u in (settings.site_url, *settings.seeds)]
     policies = load_policies(settings.policy)
     seeds += [canonicalize(u) for u in policies.seeds]
-    archivist, concurrency = _archivist(settings, state, recorder), settings.concurrency
+    archivist: Archivist
     if settings.browser:  # imported only then
         from harvester.browser.crawlhook import browser_parts
 
         fetcher, archivist, concurrency = browser_parts(settings, fetcher, recorder, state)  # type: ignore[assignment]
+    else:
+        archivist, concurrency = _archivist(settings, state, recorder), settings.concurrency
     per_host = crawl_per_host(settings)
     politeness = Politeness(
         delay=settings.delay, delay_factor=settings.delay_factor, per_host=per_host
