@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import Report
+from harvester.crawl.hosts import Fetched
 from harvester.crawl.quality import OPICScorer, Outlink, PageState
 from harvester.crawl.twolevel import SCHEDULERS, Politeness, QueuedURL, Scheduler, make_scheduler
 
@@ -139,9 +140,7 @@ class Crawl:
 
     def finish(self, fetch: Fetch) -> None:
         item, page = fetch.item, fetch.page
-        self.scheduler.done(
-            item.host, now=fetch.end, latency=fetch.latency, nbytes=fetch.nbytes, status=200
-        )
+        self.scheduler.done(item.host, Fetched(fetch.end, fetch.latency, fetch.nbytes, 200))
         self.state[page] = 2
         self.times.append(fetch.end)
         self.collected.append(self.collected[-1] + self.web.quality[page])

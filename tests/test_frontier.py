@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harvester.crawl.frontier import Frontier
-from harvester.crawl.hosts import Politeness, QueuedURL
+from harvester.crawl.hosts import Fetched, Politeness, QueuedURL
 from harvester.crawl.policies import PolicySet
 from harvester.crawl.quality import OPICScorer
 from harvester.crawl.scope import Scope
@@ -100,7 +100,7 @@ def test_links_to_a_waiting_url_add_to_its_persisted_scores(tmp_path: Path) -> N
         with front.step():
             state.dequeue(root.url)
             front.discovered(root, LINKS)
-        front.scheduler.done(root.host, now=0.0, latency=0.0, nbytes=0, status=200)
+        front.scheduler.done(root.host, Fetched(now=0.0, latency=0.0, nbytes=0, status=200))
         page = fetched(front)
         waiting = [url for url in LINKS if url != page.url]
         before = front.scheduler.waiting(waiting[0], page.host)

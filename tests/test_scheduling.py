@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harvester.crawl.hosts import Fetched
 from harvester.crawl.twolevel import (
     HostState,
     Politeness,
@@ -29,7 +30,7 @@ def url(host: str, path: str, score: float = 0.0) -> QueuedURL:
 def serve_all(scheduler: Scheduler, now: float = 0.0) -> Iterator[QueuedURL]:
     """Serve URLs one at a time, each finishing at once: the policy's order, unhindered."""
     while (item := scheduler.next(now)) is not None:
-        scheduler.done(item.host, now=now, latency=0.0, nbytes=0, status=200)
+        scheduler.done(item.host, Fetched(now=now, latency=0.0, nbytes=0, status=200))
         yield item
 
 
@@ -42,7 +43,7 @@ def measure(scheduler: Scheduler, host: str, latency: float, at: float = 0.0) ->
     scheduler.add(url(host, f"probe-{next(_seq)}", 1e9))
     item = scheduler.next(at)
     assert item is not None and item.host == host
-    scheduler.done(host, now=at + latency, latency=latency, nbytes=0, status=200)
+    scheduler.done(host, Fetched(now=at + latency, latency=latency, nbytes=0, status=200))
     return at + latency
 
 
@@ -64,7 +65,7 @@ def test_bfs_hands_free_slots_to_the_next_host_in_line() -> None:
         s.add(url(host, "2"))
     first = [s.next(0.0), s.next(0.0)]
     assert [i.host for i in first if i] == ["a", "b"]
-    s.done("a", now=1.0, latency=0.1, nbytes=10, status=200)  # a rejoins behind c
+    s.done("a", Fetched(now=1.0, latency=0.1, nbytes=10, status=200))  # a rejoins behind c
     assert [i.host for i in serve_all(s, 1.0)] == ["c", "a", "c"]
 
 
@@ -95,7 +96,7 @@ def test_quality_skips_a_host_that_may_not_be_asked_now() -> None:
     got = [s.next(0.0), s.next(0.0), s.next(0.0)]
     assert [i.url if i else None for i in got] == ["http://a/1", "http://b/1", None]
     assert s.wake_time() is None  # both hosts busy: only a finished fetch can change that
-    s.done("a", now=1.0, latency=0.5, nbytes=100, status=200)
+    s.done("a", Fetched(now=1.0, latency=0.5, nbytes=100, status=200))
     assert s.wake_time() == 10.0  # delay 10 s from a's last start
     assert s.next(9.9) is None
     item = s.next(10.0)
@@ -138,13 +139,13 @@ def test_capability_serves_the_chosen_hosts_best_url() -> None:
 def test_host_rate_follows_latency_bandwidth_and_rest() -> None:
     host = HostState("h", 0, Politeness(delay_factor=1.0), lambda item: (0.0, item.seq))
     host.start(0.0)
-    host.finish(1.0, latency=0.2, nbytes=8000, status=200, retry_after=None)
+    host.finish(Fetched(1.0, latency=0.2, nbytes=8000, status=200, retry_after=None))
     # 0.2 s latency, 8000 bytes in 0.8 s: 10 kB/s; one page = 1 s, then 1 s of rest
     assert host.timing.bytes_per_s == pytest.approx(10_000)
     assert host.pages_per_s(prior=99.0) == pytest.approx(0.5)
     slowed = HostState("h", 0, Politeness(delay=4.0, delay_factor=1.0), lambda i: (0.0, i.seq))
     slowed.start(0.0)
-    slowed.finish(1.0, latency=0.2, nbytes=8000, status=200, retry_after=None)
+    slowed.finish(Fetched(1.0, latency=0.2, nbytes=8000, status=200, retry_after=None))
     assert slowed.pages_per_s(prior=99.0) == pytest.approx(0.25)  # the delay binds
 
 
@@ -207,7 +208,7 @@ def test_the_delay_counts_from_when_the_request_left(per_host: int) -> None:
         s.add(url("h", "b"))
         assert s.next(0.0) is not None
         s.sent("h", 0.3)
-        s.done("h", now=0.35, latency=0.02, nbytes=100, status=200)
+        s.done("h", Fetched(now=0.35, latency=0.02, nbytes=100, status=200))
         assert s.next(1.1) is None, policy
         assert s.wake_time() == pytest.approx(1.3), policy
         assert s.next(1.3) is not None, policy
@@ -234,7 +235,7 @@ def test_a_host_is_never_asked_sooner_than_politeness_allows(
             wake = s.wake_time()
             assert wake is not None and wake > now
             now = wake
-        s.done("h", now=now + took, latency=took / 2, nbytes=1000, status=200)
+        s.done("h", Fetched(now=now + took, latency=took / 2, nbytes=1000, status=200))
         fetches.append((now, now + took))
         now += took
     gap = max(delay, crawl_delay or 0.0)
@@ -250,7 +251,7 @@ def test_per_host_caps_requests_in_flight() -> None:
     s.add(url("other", "1"))
     got = [s.next(0.0) for _ in range(4)]
     assert [i.host if i else None for i in got] == ["h", "other", "h", None]
-    s.done("h", now=1.0, latency=0.1, nbytes=10, status=200)
+    s.done("h", Fetched(now=1.0, latency=0.1, nbytes=10, status=200))
     item = s.next(1.0)
     assert item is not None and item.host == "h"
     assert s.next(1.0) is None
@@ -261,11 +262,11 @@ def test_backoff_honours_retry_after_and_resets_on_success() -> None:
     for i in range(4):
         s.add(url("h", str(i), 1.0))
     assert s.next(0.0) is not None
-    s.done("h", now=1.0, latency=0.5, nbytes=0, status=503, retry_after=30.0)
+    s.done("h", Fetched(now=1.0, latency=0.5, nbytes=0, status=503, retry_after=30.0))
     assert s.wake_time() == 31.0
     assert s.next(30.9) is None
     assert s.next(31.0) is not None
-    s.done("h", now=32.0, latency=0.5, nbytes=100, status=200)
+    s.done("h", Fetched(now=32.0, latency=0.5, nbytes=100, status=200))
     assert s.wake_time() == 32.0  # success: no more backoff
     assert s.next(32.0) is not None
 
@@ -277,7 +278,7 @@ def test_backoff_doubles_without_retry_after_up_to_the_cap() -> None:
     now, waits = 0.0, []
     for status in (None, 429, 500, 503, 503):
         assert s.next(now) is not None
-        s.done("h", now=now, latency=0.0, nbytes=0, status=status)
+        s.done("h", Fetched(now=now, latency=0.0, nbytes=0, status=status))
         wake = s.wake_time()
         assert wake is not None
         waits.append(wake - now)
@@ -290,13 +291,13 @@ def test_a_client_error_is_not_the_hosts_fault() -> None:
     s.add(url("h", "1"))
     s.add(url("h", "2"))
     assert s.next(0.0) is not None
-    s.done("h", now=1.0, latency=0.1, nbytes=10, status=404)
+    s.done("h", Fetched(now=1.0, latency=0.1, nbytes=10, status=404))
     assert s.next(1.0) is not None
 
 
 def test_robots_fetch_counts_without_being_handed_out() -> None:
     s = make_scheduler("bfs", politeness=Politeness(delay_factor=2.0))
-    s.done("h", now=1.0, latency=0.5, nbytes=100, status=200)  # robots.txt, fetched aside
+    s.done("h", Fetched(now=1.0, latency=0.5, nbytes=100, status=200))  # robots.txt, fetched aside
     s.add(url("h", "1"))
     assert s.wake_time() == 2.0  # rests twice the 0.5 s the robots.txt fetch took
     assert s.next(1.9) is None
@@ -373,7 +374,7 @@ def test_an_unmeasured_host_gets_the_best_measured_rate_as_its_prior() -> None:
             sched.add(QueuedURL(f"http://{host}/{n}", host, {}, seq=seq * 2 + n))
     first, second = sched.next(0.0), sched.next(0.0)
     assert (first.host, second.host) == ("a", "c")
-    sched.done("a", now=0.1, latency=0.1, nbytes=0, status=200)  # 10 pages/s
-    sched.done("c", now=0.5, latency=0.5, nbytes=0, status=200)  # 2 pages/s
+    sched.done("a", Fetched(now=0.1, latency=0.1, nbytes=0, status=200))  # 10 pages/s
+    sched.done("c", Fetched(now=0.5, latency=0.5, nbytes=0, status=200))  # 2 pages/s
     picks = [sched.next(1.0).host for _ in range(3)]
     assert picks == ["b", "a", "c"], "b, unmeasured, is assumed as fast as the best (a)"

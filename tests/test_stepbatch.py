@@ -10,6 +10,7 @@ import pytest
 
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.crawl.frontier import Frontier
+from harvester.crawl.hosts import Fetched
 from harvester.crawl.seen.seenset import SeenSet
 from harvester.crawl.stepbatch import StepBatch
 from harvester.storage.sqlite.state import SQLiteState
@@ -41,7 +42,7 @@ def batch(front: Frontier, tmp_path: Path, most: int, clock: Clock) -> StepBatch
 
 def step(steps: StepBatch, front: Frontier, page: int) -> None:
     item = fetched(front)
-    front.scheduler.done(item.host, now=0.0, latency=0.0, nbytes=0, status=200)
+    front.scheduler.done(item.host, Fetched(now=0.0, latency=0.0, nbytes=0, status=200))
     with steps.step():
         front.state.dequeue(item.url)
         front.discovered(item, links(page))
@@ -52,7 +53,7 @@ def test_steps_commit_together_after_most(tmp_path: Path) -> None:
     with SQLiteState(db) as state:
         _seen, front, root = seeded(state, tmp_path / "seen.fp")
         steps = batch(front, tmp_path, 3, Clock())
-        front.scheduler.done(root.host, now=0.0, latency=0.0, nbytes=0, status=200)
+        front.scheduler.done(root.host, Fetched(now=0.0, latency=0.0, nbytes=0, status=200))
         with steps.step():
             state.dequeue(root.url)
             front.discovered(root, links(0))
@@ -69,7 +70,7 @@ def test_a_batch_is_due_after_its_seconds(tmp_path: Path) -> None:
     with SQLiteState(db) as state:
         _seen, front, root = seeded(state, tmp_path / "seen.fp")
         steps = batch(front, tmp_path, 100, clock)
-        front.scheduler.done(root.host, now=0.0, latency=0.0, nbytes=0, status=200)
+        front.scheduler.done(root.host, Fetched(now=0.0, latency=0.0, nbytes=0, status=200))
         assert steps.due_in() is None
         with steps.step():
             state.dequeue(root.url)

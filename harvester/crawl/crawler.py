@@ -36,6 +36,7 @@ from harvester.archive.recorder import conditional_headers
 from harvester.clock import utcnow
 from harvester.crawl.archivist import Archivist
 from harvester.crawl.frontier import Frontier
+from harvester.crawl.hosts import Fetched
 from harvester.crawl.leasing import HostLeasing
 from harvester.crawl.sitemaps import sitemap_urls
 from harvester.crawl.stepbatch import StepBatch
@@ -296,15 +297,12 @@ class Crawler:
         finally:
             self._asking -= 1  # and a page fetched counts in _pages, before the next await
         # The host's measurements end here: archiving is our time, not the host's.
-        self.frontier.scheduler.done(
-            item.host,
-            now=asyncio.get_running_loop().time(),
-            latency=result.latency,
-            nbytes=len(result.body),
-            status=result.status,
-            retry_after=_retry_after(result),
-            took=result.elapsed if self.timed_by_answer else None,
+        took = result.elapsed if self.timed_by_answer else None
+        now = asyncio.get_running_loop().time()
+        fetch = Fetched(
+            now, result.latency, len(result.body), result.status, _retry_after(result), took
         )
+        self.frontier.scheduler.done(item.host, fetch)
         self._host_freed()
         self._pages += 1
         await self._archive(item, res, result)
@@ -373,9 +371,8 @@ class Crawler:
         self.summary.failed += 1
         retry = exc.retry_after if isinstance(exc, TransientFetchError) else None
         now = asyncio.get_running_loop().time()
-        self.frontier.scheduler.done(
-            item.host, now=now, latency=latency, nbytes=0, status=status or 599, retry_after=retry
-        )
+        fetch = Fetched(now, latency, 0, status or 599, retry)
+        self.frontier.scheduler.done(item.host, fetch)
 
     def _host_freed(self) -> None:
         """Wake the loop, if it waits with a free slot: a response is in, so its host may be

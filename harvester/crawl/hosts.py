@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "NEVER",
+    "Fetched",
     "HostState",
     "Politeness",
     "QueuedURL",
@@ -80,6 +81,21 @@ def _ewma(old: float | None, sample: float) -> float:
     return sample if old is None else old + EWMA_ALPHA * (sample - old)
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """How one fetch of a host went: when it ended (``now``), the seconds until its response
+    started, the body's bytes, its status (None: no response), the server's ``Retry-After``,
+    and the seconds it took when the fetcher timed it itself (else: from its hand-out to
+    ``now``)."""
+
+    now: float
+    latency: float
+    nbytes: int
+    status: int | None
+    retry_after: float | None = None
+    took: float | None = None
+
+
 @dataclass
 class _Timing:
     """A host's measured speed (moving averages) and the times politeness counts from."""
@@ -92,11 +108,12 @@ class _Timing:
     last_response: float = 0.0  # the whole last fetch, start to last byte
     starts: deque[float] = field(default_factory=deque)
 
-    def record(self, now: float, latency: float, nbytes: int, took: float | None = None) -> None:
-        """A fetch ended ``now``; it took ``took`` seconds if the fetcher timed it itself,
-        else from its start (its hand-out) to ``now``."""
+    def record(self, fetch: Fetched) -> None:
+        """A fetch ended: its duration counts from its start (its hand-out) unless it was
+        timed by the fetcher."""
+        now, latency, nbytes = fetch.now, fetch.latency, fetch.nbytes
         started = self.starts.popleft() if self.starts else now - latency
-        duration = max(now - started if took is None else took, latency, 0.0)
+        duration = max(now - started if fetch.took is None else fetch.took, latency, 0.0)
         self.latency = _ewma(self.latency, max(latency, 0.0))
         self.page_bytes = _ewma(self.page_bytes, max(nbytes, 0))
         transfer = duration - latency
@@ -206,26 +223,18 @@ class HostState:
         self.timing.last_start = now
         return True
 
-    def finish(
-        self,
-        now: float,
-        latency: float,
-        nbytes: int,
-        status: int | None,
-        retry_after: float | None,
-        took: float | None = None,
-    ) -> None:
+    def finish(self, fetch: Fetched) -> None:
         """A fetch ended; one the scheduler did not hand out (robots.txt) counts as well."""
         self.in_flight = max(self.in_flight - 1, 0)
-        self.timing.record(now, latency, nbytes, took)
+        self.timing.record(fetch)
         self.rate = self._measured_rate()
-        if not is_failure(status):
+        if not is_failure(fetch.status):
             self.failures, self.backoff_until = 0, NEVER
             return
         self.failures += 1
         exponential = self.politeness.backoff_base * 2.0 ** min(self.failures - 1, 60)
-        wait = exponential if retry_after is None else max(retry_after, 0.0)
-        self.backoff_until = now + min(wait, self.politeness.max_backoff)
+        wait = exponential if fetch.retry_after is None else max(fetch.retry_after, 0.0)
+        self.backoff_until = fetch.now + min(wait, self.politeness.max_backoff)
 
     def has_slot(self) -> bool:
         return self.in_flight < self.politeness.per_host

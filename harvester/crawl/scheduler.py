@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from harvester.crawl.hosts import QueuedURL
+from harvester.crawl.hosts import Fetched, QueuedURL
 
 __all__ = ["Scheduler"]
 
@@ -35,20 +35,8 @@ class Scheduler(Protocol):
         request starts counts from here, not from the hand-out, which the event loop may
         have reached late (busy archiving another page)."""
 
-    def done(
-        self,
-        host: str,
-        *,
-        now: float,
-        latency: float,
-        nbytes: int,
-        status: int | None,
-        retry_after: float | None = None,
-        took: float | None = None,
-    ) -> None:
-        """A fetch finished: ``latency`` is the seconds until the response started, ``nbytes``
-        the body read, ``status`` None when there was no response, ``took`` the seconds the
-        fetch took when the fetcher timed it (else: from its hand-out to ``now``)."""
+    def done(self, host: str, fetch: Fetched) -> None:
+        """A fetch of ``host`` finished, as ``fetch`` tells."""
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
         """The host's robots.txt Crawl-delay (None: none given)."""

@@ -34,7 +34,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping
 
-from harvester.crawl.hosts import NEVER, HostState, Politeness, QueuedURL, UrlKey, is_failure
+from harvester.crawl.hosts import (
+    NEVER,
+    Fetched,
+    HostState,
+    Politeness,
+    QueuedURL,
+    UrlKey,
+    is_failure,
+)
 from harvester.crawl.scheduler import Scheduler
 
 __all__ = [
@@ -120,20 +128,10 @@ class _TwoLevel:
         if state is not None and state.sent(now):
             self._place(state)
 
-    def done(
-        self,
-        host: str,
-        *,
-        now: float,
-        latency: float,
-        nbytes: int,
-        status: int | None,
-        retry_after: float | None = None,
-        took: float | None = None,
-    ) -> None:
-        self._clock = max(self._clock, now)
+    def done(self, host: str, fetch: Fetched) -> None:
+        self._clock = max(self._clock, fetch.now)
         state = self._host(host)
-        state.finish(now, latency, nbytes, status, retry_after, took)
+        state.finish(fetch)
         if state.rate is not None:
             self._best_rate = max(self._best_rate, state.rate)
         self._place(state)
