@@ -39,8 +39,7 @@ def settles_gone(res: Resource | None, http_status: int | None) -> bool:
 
     >>> from harvester.storage.protocol import Resource
     >>> def res(status: str, http: int | None, attempts: int) -> Resource:
-    ...     return Resource("http://h/x", None, None, None, (), status, None, None, None,
-    ...                     None, None, None, None, None, None, None, attempts, http)
+    ...     return Resource("http://h/x", status=status, attempts=attempts, http_status=http)
     >>> settles_gone(res("pending", None, 0), 404)  # the first answer: retried
     False
     >>> settles_gone(res("failed", 404, 1), 404), settles_gone(res("gone", 410, 2), 410)

@@ -30,10 +30,7 @@ HTML = b'<html><body><a href="/next.html">next</a><img src="/i.png"></body></htm
 
 
 def page(url: str) -> tuple[Resource, HttpExchange]:
-    unknown = dict.fromkeys(["oai_identifier", "listed_datestamp", "archived_datestamp", "etag"])
-    unknown |= dict.fromkeys(["last_modified", "payload_digest", "sha1", "sha256", "record_id"])
-    unknown |= dict.fromkeys(["warc_file", "warc_offset", "warc_length", "warc_date"])
-    res = Resource(url=url, set_specs=(), status="pending", attempts=0, **unknown)
+    res = Resource(url)
     headers = (("Content-Type", "text/html"), ("Content-Length", str(len(HTML))))
     result = exchange(url=url, body=HTML, response_headers=headers)
     return res, result

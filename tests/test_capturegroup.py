@@ -56,8 +56,7 @@ def fetched(urls: list[str]) -> list[HttpExchange]:
 
 
 def pending(url: str) -> Resource:
-    return Resource(url, f"oai:{url}", "2024-04-30T08:00:00Z", None, ("text",), "pending",
-                    *([None] * 10), 0)  # fmt: skip
+    return Resource(url, f"oai:{url}", "2024-04-30T08:00:00Z", set_specs=("text",))
 
 
 def archived(url: str, body: bytes) -> Resource:

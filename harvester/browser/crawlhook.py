@@ -1,5 +1,5 @@
-"""Browser mode's parts of a crawl, made from the settings: the crawler's page source (its
-fetcher) and its archivist, sharing one :class:`~harvester.browser.browser.Browser`."""
+"""Browser mode's parts of a crawl, made from the settings: the crawler's page source (what it
+loads pages with) and its archivist, sharing one :class:`~harvester.browser.browser.Browser`."""
 
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ class PageArchivist:
         if key in self.archived:
             return
         last = self.state.get(exchange.url) if exchange.method == "GET" else None
-        capture, _ = self.recorder.fetched(last or Resource.unknown(exchange.url), exchange)
+        capture, _ = self.recorder.fetched(last or Resource(exchange.url), exchange)
         self.archived[key] = (_mime(exchange), capture.record_id)
         if exchange.method == "GET":
             loaded.append((exchange.url, capture))

@@ -1,14 +1,13 @@
-"""The crawl's pages from the browser: what the crawler calls its fetcher, in browser mode.
+"""The crawl's pages from the browser: what the crawler loads its pages with, in browser mode.
 
-The crawler asks for a page (``fetch`` with ``follow_redirects=False``): robots.txt is obeyed
-as the fetcher obeys it, the page is loaded in the browser and its own document's exchange
-returned once the page is quiet after its load (and first scroll), which the crawler records
-as it does a fetched one and schedules by: the host rests from then, the delay factor times
-the document's ``elapsed`` (its navigation to its last byte; the crawl's ``timed_by_answer``),
-as Heritrix rests by a URI's fetch, not the page's whole load. The rest of the page (scrolled
-further, read) goes on in its tab, a task kept for the archivist
-(:mod:`harvester.browser.pagearchivist`), which waits for it. Anything else (a sitemap,
-robots.txt) is the harvester's fetcher's.
+The crawler asks for a page with ``fetch_page``: robots.txt is obeyed as the fetcher obeys
+it, the page is loaded in the browser and its own document's exchange returned once the page
+is quiet after its load (and first scroll), which the crawler records as it does a fetched one
+and schedules by: the host rests from then, the delay factor times the document's ``elapsed``
+(its navigation to its last byte; the crawl's ``timed_by_answer``), as Heritrix rests by a
+URI's fetch, not the page's whole load. The rest of the page (scrolled further, read) goes on
+in its tab, a task kept for the archivist (:mod:`harvester.browser.pagearchivist`), which waits
+for it. Anything else (a sitemap, robots.txt) is the harvester's fetcher's.
 """
 
 from __future__ import annotations
@@ -34,18 +33,9 @@ class PageSource:
     def robots(self) -> RobotsCache:
         return self.fetcher.robots
 
-    async def fetch(
-        self,
-        url: str,
-        *,
-        method: str = "GET",
-        headers: Mapping[str, str] | None = None,
-        follow_redirects: bool = True,
-    ) -> HttpExchange:
-        if follow_redirects or method != "GET":
-            return await self.fetcher.fetch(
-                url, method=method, headers=headers, follow_redirects=follow_redirects
-            )
+    async def fetch_page(self, url: str, headers: Mapping[str, str]) -> HttpExchange:
+        """``url`` loaded in a tab; ``headers`` (a rerun's validators) are not sent: the
+        browser asks as it asks."""
         if self.obey_robots:
             await self._allowed(url)
         try:

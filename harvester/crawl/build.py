@@ -16,7 +16,7 @@ from harvester.crawl.archivist import (
     InlineArchivist,
     archives_apart,
 )
-from harvester.crawl.crawler import Crawler, CrawlLimits
+from harvester.crawl.crawler import Crawler, CrawlLimits, PageLoad
 from harvester.crawl.frontier import Frontier
 from harvester.crawl.leasing import HostLeasing, hosts_at_once
 from harvester.crawl.policies import load_policies
@@ -48,9 +48,11 @@ def build_crawler(
     if settings.browser:  # imported only then
         from harvester.browser.crawlhook import browser_parts
 
-        fetcher, archivist, concurrency = browser_parts(settings, fetcher, recorder, state)  # type: ignore[assignment]
+        source, archivist, concurrency = browser_parts(settings, fetcher, recorder, state)
+        load_page: PageLoad = source.fetch_page
     else:
         archivist, concurrency = _archivist(settings, state, recorder), settings.concurrency
+        load_page = fetcher.fetch_page
     per_host = crawl_per_host(settings)
     politeness = Politeness(
         delay=settings.delay, delay_factor=settings.delay_factor, per_host=per_host
@@ -77,6 +79,7 @@ def build_crawler(
         frontier=frontier,
         archivist=archivist,
         fetcher=fetcher,
+        load_page=load_page,
         concurrency=concurrency,
         limits=CrawlLimits(settings.max_pages, settings.max_bytes, deadline),
         summary=summary,

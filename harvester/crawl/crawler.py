@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -56,6 +57,9 @@ from harvester.http.retries import parse_retry_after
 from harvester.storage.protocol import Resource, State
 from harvester.summary import Progress, Summary
 
+# A crawl's page, fetched (plain mode) or loaded in a browser: (url, request headers) -> exchange
+PageLoad = Callable[[str, Mapping[str, str]], Awaitable[HttpExchange]]
+
 log = logging.getLogger(__name__)
 SITEMAPS = "sitemaps:"  # the job's mark of a seed host whose sitemaps were read
 
@@ -77,6 +81,7 @@ class Crawler:
         frontier: Frontier,
         archivist: Archivist,
         fetcher: Fetcher,
+        load_page: PageLoad,
         concurrency: int,
         limits: CrawlLimits,
         summary: Summary,
@@ -91,6 +96,7 @@ class Crawler:
             frontier.owns = leasing.owns
             frontier.shared = True
         self.state, self.frontier, self.fetcher = state, frontier, fetcher
+        self.load_page = load_page
         self.archivist, self.timed_by_answer = archivist, timed_by_answer
         self.concurrency = concurrency
         self.limits = limits
@@ -288,9 +294,7 @@ class Crawler:
         res = self.state.get(item.url)
         self.frontier.scheduler.sent(item.host, asyncio.get_running_loop().time())
         try:
-            result = await self.fetcher.fetch(
-                item.url, headers=conditional_headers(res), follow_redirects=False
-            )
+            result = await self.load_page(item.url, conditional_headers(res))
         except FetchError as exc:
             self._failed(item, exc, time.monotonic() - started)
             return

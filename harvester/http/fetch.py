@@ -159,6 +159,10 @@ class Fetcher:
         policy = self._resource_policy
         return await self._follow(url, method, request_headers, follow_redirects, policy)
 
+    async def fetch_page(self, url: str, headers: Mapping[str, str]) -> HttpExchange:
+        """A crawl's page, its redirect not followed: the crawl queues the target as a page."""
+        return await self.fetch(url, headers=headers, follow_redirects=False)
+
     async def _load_robots(self, url: str) -> HttpExchange:
         return await self._follow(url, "GET", {}, True, self._robots_policy)
 

@@ -84,7 +84,7 @@ async def capture_seed(fetch: ListedFetch, url: str, since: float | None = None)
         return
     if since is not None and last is not None and _captured_at(last) >= since:
         return
-    res = last or Resource.unknown(url, SEED)
+    res = last or Resource(url, status=SEED)
     await fetch.pacer.wait(url)
     async with fetch.fetcher() as fetcher:
         try:

@@ -74,47 +74,27 @@ class Listed:
 
 @dataclass(slots=True)
 class Resource:
-    url: str
-    oai_identifier: str | None
-    listed_datestamp: str | None
-    archived_datestamp: str | None
-    set_specs: tuple[str, ...]
-    status: str
-    etag: str | None
-    last_modified: str | None
-    payload_digest: str | None
-    sha1: str | None
-    sha256: str | None
-    record_id: str | None
-    warc_file: str | None
-    warc_offset: int | None
-    warc_length: int | None
-    warc_date: str | None
-    attempts: int
-    http_status: int | None = None  # of the last capture or failed attempt
+    """What the state knows of one URL; ``Resource(url)`` is one it knows nothing of yet (no
+    listing, no capture, no validators)."""
 
-    @classmethod
-    def unknown(cls, url: str, status: str = "pending") -> Resource:
-        """``url`` with nothing known of it yet: no listing, no capture, no validators."""
-        return cls(
-            url=url,
-            oai_identifier=None,
-            listed_datestamp=None,
-            archived_datestamp=None,
-            set_specs=(),
-            status=status,
-            etag=None,
-            last_modified=None,
-            payload_digest=None,
-            sha1=None,
-            sha256=None,
-            record_id=None,
-            warc_file=None,
-            warc_offset=None,
-            warc_length=None,
-            warc_date=None,
-            attempts=0,
-        )
+    url: str
+    oai_identifier: str | None = None
+    listed_datestamp: str | None = None
+    archived_datestamp: str | None = None
+    set_specs: tuple[str, ...] = ()
+    status: str = "pending"
+    etag: str | None = None
+    last_modified: str | None = None
+    payload_digest: str | None = None
+    sha1: str | None = None
+    sha256: str | None = None
+    record_id: str | None = None
+    warc_file: str | None = None
+    warc_offset: int | None = None
+    warc_length: int | None = None
+    warc_date: str | None = None
+    attempts: int = 0
+    http_status: int | None = None  # of the last capture or failed attempt
 
 
 @dataclass(slots=True)
