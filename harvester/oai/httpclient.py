@@ -85,15 +85,9 @@ _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate":
 
 
 def _xml_parser() -> etree.XMLParser:
-    # One per document: lxml parsers keep state and must not be shared between threads.
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        huge_tree=False,
-        load_dtd=False,
-        dtd_validation=False,
-        recover=False,
-    )
+    # One per document: lxml parsers keep state and must not be shared between threads. Off
+    # by lxml's defaults as well: DTD validation, recovery and huge trees.
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
 
 
 def parse_oai_xml(content: bytes, url: str) -> etree._Element:
