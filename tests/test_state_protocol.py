@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harvester.storage import open_state
-from harvester.storage.protocol import Capture, Listed, ListKey, QueuedRow
+from harvester.storage.protocol import Capture, Listed, ListedPage, ListKey, QueuedRow
 
 SITE = "http://127.0.0.2:9/"
 KEY = ListKey("http://127.0.0.2:9/oai", None, "oai_dc")
@@ -63,10 +63,16 @@ def test_a_listed_page_makes_new_versions_pending_and_notes_deletions(state_url:
             Listed(SITE + "a", "oai:a", "2024-01-02", ("text",), False),
             Listed(SITE + "gone", "oai:g", "2024-01-02", (), True),
         ]
-        assert state.record_page(SITE, page, KEY, "t1", "2024-02-01T00:00:00Z") == (1, 1)
+        assert state.record_page(SITE, ListedPage(KEY, page, "t1", "2024-02-01T00:00:00Z")) == (
+            1,
+            1,
+        )
         state.mark_archived(SITE + "a", _capture("<urn:uuid:1>"), "2024-01-02")
         again = [Listed(SITE + "a", "oai:a", "2024-01-02", ("text",), False)]
-        assert state.record_page(SITE, again, KEY, None, "2024-03-01T00:00:00Z") == (0, 0)
+        assert state.record_page(SITE, ListedPage(KEY, again, None, "2024-03-01T00:00:00Z")) == (
+            0,
+            0,
+        )
         position = state.lists.position(KEY)
         assert (position.token, position.response_date) == (None, "2024-02-01T00:00:00Z")
         assert state.get(SITE + "a").set_specs == ("text",)  # type: ignore[union-attr]

@@ -14,7 +14,7 @@ from coop_common.exitcode import ExitCode
 from harvester.exceptions import StateURLError
 from harvester.settings import load_settings
 from harvester.storage import open_state
-from harvester.storage.protocol import ACTIVE, Due, ListKey, ListPosition
+from harvester.storage.protocol import ACTIVE, Due, ListedPage, ListKey, ListPosition
 from tests.conftest import start_provider
 from tests.sites import make_site
 from tests.test_cli import one_line, run
@@ -110,7 +110,7 @@ def test_a_listed_list_advances_to_its_start_held_back(
     with open_state(state_url) as state:
         for k in (key, idle):
             state.lists.start(k, None)
-        state.record_page(SITE, [], key, None, "2024-05-01T00:00:00Z")
+        state.record_page(SITE, ListedPage(key, [], None, "2024-05-01T00:00:00Z"))
         state.lists.finish(key)
         state.lists.advance([key, idle], oldest)
         assert state.lists.position(key) == ListPosition(bound, None, None, None, "idle")

@@ -38,7 +38,7 @@ from harvester.listed.listpage import write_page
 from harvester.listed.prefetcher import Prefetcher
 from harvester.oai.client import EndpointInfo, ListedHeader, OAIClient, overlap_from
 from harvester.settings import HarvestSettings
-from harvester.storage.protocol import Listed, ListKey, State
+from harvester.storage.protocol import Listed, ListedPage, ListKey, State
 from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ class Lister:
                 # then the saved position still asks for it, so a run stopped in between lists
                 # it (and archives its exchange) again.
                 after = page_token if page is None else before
-                self.state.record_page(self.site, listed, key, after, response_date)
+                self.state.record_page(self.site, ListedPage(key, listed, after, response_date))
                 self.summary.listed += self._watch.page(listed, response_date, self._bound(key))
                 if page is not None:
                     self._archive_page(page)

@@ -25,7 +25,7 @@ from harvester.http.limits import oai_limits
 from harvester.listed.resourcesync import Listing, ResourceSyncReader, ResourceSyncSource
 from harvester.oai.dates import parse_oai_datestamp
 from harvester.settings import HarvestSettings
-from harvester.storage.protocol import Listed, ListKey, State
+from harvester.storage.protocol import Listed, ListedPage, ListKey, State
 from harvester.summary import Summary
 
 log = logging.getLogger(__name__)
@@ -99,10 +99,8 @@ class ResourceSyncLister:
     def _record(self, listed: Iterable[Listed], bound: str | None) -> None:
         items = iter(listed)
         while page := list(islice(items, PAGE)):
-            if bound is None:  # undated entries: the next run reads everything again
-                self.state.record_page(self.site, page, self.key, None, "")
-            else:
-                self.state.record_page(self.site, page, self.key, None, bound)
+            # undated entries (no bound): the next run reads everything again
+            self.state.record_page(self.site, ListedPage(self.key, page, None, bound or ""))
             self.summary.listed += len(page)
 
 

@@ -82,6 +82,7 @@ from harvester.storage.values import (
     Item,
     Lease,
     Listed,
+    ListedPage,
     ListKey,
     ListPosition,
     QueuedRow,
@@ -104,6 +105,7 @@ __all__ = [  # the values are re-exported: the seam is this one module to its us
     "ListPosition",
     "ListStore",
     "Listed",
+    "ListedPage",
     "QueuedRow",
     "Resource",
     "ResourceStore",
@@ -191,15 +193,8 @@ class SourceStore(Protocol):
 
 
 class ResourceStore(Protocol):
-    def record_page(
-        self,
-        site: str,
-        headers: Iterable[Listed],
-        key: ListKey,
-        token: str | None,
-        response_date: str,
-    ) -> tuple[int, int]:
-        """One page of list ``key`` and the position after it, in one transaction; how many
+    def record_page(self, site: str, page: ListedPage) -> tuple[int, int]:
+        """A page's headers and its list's position after it, in one transaction; how many
         resources became pending and how many deletions were noted."""
 
     def add_pending(self, site: str, urls: Iterable[str]) -> int: ...

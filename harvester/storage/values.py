@@ -9,6 +9,7 @@ Nothing changes them after they are made."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -70,6 +71,17 @@ class Listed:
     datestamp: str
     set_specs: tuple[str, ...]
     deleted: bool
+
+
+@dataclass(frozen=True)
+class ListedPage:
+    """One page of list ``key``: its headers, and the list's position after it (``token``,
+    None at its end, and the page's ``response_date``)."""
+
+    key: ListKey
+    headers: Sequence[Listed]
+    token: str | None
+    response_date: str
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 
-from harvester.storage.protocol import RETRYING, Capture, Due, Listed, ListKey, Resource
+from harvester.storage.protocol import RETRYING, Capture, Due, Listed, ListedPage, Resource
 from harvester.storage.sqlite.connection import SQLiteConnection, marks
 from harvester.storage.sqlite.lists import SQLiteLists
 
@@ -32,15 +32,8 @@ _CAPTURE = (
 class SQLiteResources(SQLiteConnection):
     # -- listing -----------------------------------------------------------------------
 
-    def record_page(
-        self,
-        site: str,
-        headers: Iterable[Listed],
-        key: ListKey,
-        token: str | None,
-        response_date: str,
-    ) -> tuple[int, int]:
-        """Store one page of list ``key`` and the position after it, in one transaction.
+    def record_page(self, site: str, page: ListedPage) -> tuple[int, int]:
+        """Store a page's headers and its list's position after it, in one transaction.
 
         Returns how many resources became pending and how many deletions were noted. The
         list's responseDate is that of its first page: the moment the list was bounded.
@@ -48,11 +41,11 @@ class SQLiteResources(SQLiteConnection):
         now = time.time()
         pending = deleting = 0
         with self.transaction():
-            for item in headers:
+            for item in page.headers:
                 added = self._note_listed(site, item, now)
                 pending += added == "pending"
                 deleting += added == "deleting"
-            SQLiteLists(self.db).page(key, token, response_date)
+            SQLiteLists(self.db).page(page.key, page.token, page.response_date)
         return pending, deleting
 
     def _note_listed(self, site: str, item: Listed, now: float) -> str | None:
