@@ -21,6 +21,7 @@ from warcio.warcwriter import WARCWriter
 
 from harvester.archive.cdx import index as cdx
 from harvester.archive.cdx.index import CdxIndex
+from harvester.archive.records import Revisit
 from harvester.archive.warc import RotatingWARCWriter
 from harvester.exceptions import ArchiveError
 
@@ -530,21 +531,11 @@ def test_the_writers_lines_are_those_read_back(collection: Path, index: CdxIndex
         request = writer.request_record(
             PAGE, StatusAndHeaders("GET / HTTP/1.1", [], is_http_request=True)
         )
-        revisit = writer.revisit_record(
-            PAGE,
-            page,
-            refers_to_uri=PAGE,
-            refers_to_date="2024-05-01T12:00:01Z",
-            payload_digest="sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-        )
-        bare_revisit = writer.revisit_record(
-            IMAGE,
-            None,
-            refers_to_uri=IMAGE,
-            refers_to_date="2024-05-01T12:00:01Z",
-            payload_digest="sha1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
-            profile="server-not-modified",
-        )
+        at, digests = "2024-05-01T12:00:01Z", ("sha1:" + "A" * 32, "sha1:" + "B" * 32)
+        of_page = Revisit("identical-payload-digest", None, PAGE, at, digests[0])
+        revisit = writer.revisit_record(PAGE, page, of_page)
+        of_image = Revisit("server-not-modified", None, IMAGE, at, digests[1])
+        bare_revisit = writer.revisit_record(IMAGE, None, of_image)
         writer.write_group([response, request, revisit, bare_revisit])
         writer.write_group(
             [

@@ -31,6 +31,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import BufferWARCWriter
 
+from harvester.archive.records import Revisit
 from harvester.archive.repair import _READ_SIZE, repair_open_files, verify_warc
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exceptions import ArchiveError
@@ -309,21 +310,13 @@ def test_revisit_records(tmp_path: Path) -> None:
     writer = make_writer(tmp_path)
     writer.open()
     digest = "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
-    identical = writer.revisit_record(
-        "http://example.com/",
-        None,
-        refers_to_uri="http://example.com/",
-        refers_to_date="2024-01-01T00:00:00.000000Z",
-        payload_digest=digest,
-        refers_to="<urn:uuid:original>",
-    )
+    url, date = "http://example.com/", "2024-01-01T00:00:00.000000Z"
+    of = Revisit("identical-payload-digest", "<urn:uuid:original>", url, date, digest)
+    identical = writer.revisit_record(url, None, of)
     not_modified = writer.revisit_record(
-        "http://example.com/",
+        url,
         StatusAndHeaders("304 Not Modified", [("ETag", '"abc"')], "HTTP/1.1"),
-        refers_to_uri="http://example.com/",
-        refers_to_date="2024-01-01T00:00:00.000000Z",
-        payload_digest=digest,
-        profile="server-not-modified",
+        Revisit("server-not-modified", None, url, date, digest),
     )
     writer.write_group([identical, not_modified])
     path = closed(writer)
@@ -349,17 +342,9 @@ def test_revisit_records(tmp_path: Path) -> None:
     warcio_check(path)
 
 
-def test_unknown_revisit_profile_is_refused(tmp_path: Path) -> None:
-    writer = make_writer(tmp_path)
+def test_unknown_revisit_profile_is_refused() -> None:
     with pytest.raises(ValueError, match="profile"):
-        writer.revisit_record(
-            "http://example.com/",
-            None,
-            refers_to_uri="http://example.com/",
-            refers_to_date="2024-01-01T00:00:00Z",
-            payload_digest="sha1:AAAA",
-            profile="same-ish",
-        )
+        Revisit("same-ish", None, "http://example.com/", "2024-01-01T00:00:00Z", "sha1:AAAA")
 
 
 def test_truncated_response_and_resource(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from harvester.archive.recordbytes import (
     warc_block_digest,
     warc_digest,
 )
-from harvester.archive.records import REVISIT_PROFILES
+from harvester.archive.records import Revisit
 from harvester.archive.storedhead import StoredHead
 from harvester.http.exchange import HttpExchange
 
@@ -35,7 +35,6 @@ __all__ = [
     "HOP_BY_HOP",
     "CarriedBody",
     "Payload",
-    "Revisit",
     "Stamp",
     "carried",
     "carried_body",
@@ -54,20 +53,6 @@ RESPONSE_TYPE = "application/http; msgtype=response"
 REQUEST_TYPE = "application/http; msgtype=request"
 
 Stamp = Callable[[], tuple[str, str]]  # a new (WARC-Record-ID, WARC-Date)
-
-
-@dataclass(frozen=True)
-class Revisit:
-    """What a revisit record says of the capture it revisits; ``head`` is the HTTP head its
-    block holds when not the exchange's own (a 304's: the stored head it freshens,
-    :mod:`harvester.archive.storedhead`)."""
-
-    profile: str  # a key of REVISIT_PROFILES
-    refers_to: str | None  # its WARC-Record-ID
-    refers_to_uri: str
-    refers_to_date: str
-    payload_digest: str
-    head: StoredHead | None = None
 
 
 @dataclass(slots=True)
@@ -257,14 +242,7 @@ def revisit(stamp: Stamp, exchange: HttpExchange, of: Revisit) -> Built | None:
     http = http_block(head.protocol, head.status, head.fields)
     if http is None:
         return None
-    fields = _present(
-        ("WARC-IP-Address", exchange.peer_ip),
-        ("WARC-Profile", REVISIT_PROFILES[of.profile]),
-        ("WARC-Refers-To", of.refers_to),
-        ("WARC-Refers-To-Target-URI", of.refers_to_uri),
-        ("WARC-Refers-To-Date", of.refers_to_date),
-        ("WARC-Payload-Digest", of.payload_digest),
-    )
+    fields = _present(*of.fields(exchange.peer_ip).items())
     made = stamp()
     member = record_member(
         "revisit", made, exchange.url, fields, content_type=RESPONSE_TYPE, http=http

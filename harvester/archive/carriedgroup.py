@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from harvester.archive import capturegroup
-from harvester.archive.capturegroup import CarriedBody, Revisit, Stamp
+from harvester.archive.capturegroup import CarriedBody, Stamp
 from harvester.archive.recordbytes import Built, Field
+from harvester.archive.records import Revisit
 from harvester.http.exchange import HttpExchange
 
 __all__ = ["CarriedExchange", "group", "note_fields", "revisit_group"]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harvester.archive.capturegroup import Payload, Revisit
+from harvester.archive.capturegroup import Payload
 from harvester.archive.carriedgroup import CarriedExchange
 from harvester.archive.didl import (
     CaptureDescription,
@@ -24,6 +24,7 @@ from harvester.archive.didl import (
     deletion_didl,
     sniff_mime,
 )
+from harvester.archive.records import Revisit
 from harvester.archive.storedhead import stored_type
 from harvester.archive.warc import RecordLocation
 from harvester.http.exchange import HttpExchange

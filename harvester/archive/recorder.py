@@ -39,12 +39,13 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from harvester import __version__
 from harvester.archive import capturegroup, carriedgroup
-from harvester.archive.capturegroup import HOP_BY_HOP, Payload, Revisit
+from harvester.archive.capturegroup import HOP_BY_HOP, Payload
 from harvester.archive.carriedgroup import CarriedExchange
 from harvester.archive.didl import FALLBACK_MIME, Provenance
 from harvester.archive.didlrecord import capture_document, deletion_document
 from harvester.archive.formatid.identifier import Identifier, payload_of, statements
 from harvester.archive.recordbytes import Built
+from harvester.archive.records import Revisit
 from harvester.archive.recovery import ends_group, recovered
 from harvester.archive.storedhead import StoredHead, refreshed, stored_head
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
@@ -281,16 +282,8 @@ class Recorder:
 
     def _revisit(self, result: HttpExchange, seen: Revisit) -> ArcWarcRecord:
         head = seen.head or capturegroup.revisit_head(result)
-        return self.writer.revisit_record(
-            result.url,
-            StatusAndHeaders(head.status, list(head.fields), protocol=head.protocol),
-            refers_to_uri=seen.refers_to_uri,
-            refers_to_date=seen.refers_to_date,
-            payload_digest=seen.payload_digest,
-            profile=seen.profile,
-            refers_to=seen.refers_to,
-            ip=result.peer_ip,
-        )
+        http = StatusAndHeaders(head.status, list(head.fields), protocol=head.protocol)
+        return self.writer.revisit_record(result.url, http, seen, result.peer_ip)
 
     def _didl(
         self,

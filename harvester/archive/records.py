@@ -16,6 +16,7 @@ import socket
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from io import BytesIO
 from typing import BinaryIO
@@ -25,6 +26,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 
 from harvester.archive.randomids import fresh_uuid
+from harvester.archive.storedhead import StoredHead
 from harvester.clock import as_utc, utcnow
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     "WARC_VERSION",
     "Builder",
     "RecordFactory",
+    "Revisit",
 ]
 
 WARC_VERSION = "1.1"
@@ -40,6 +43,37 @@ REVISIT_PROFILES: Mapping[str, str] = {
     "identical-payload-digest": "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest",
     "server-not-modified": "http://netpreserve.org/warc/1.1/revisit/server-not-modified",
 }
+
+
+@dataclass(frozen=True)
+class Revisit:
+    """What a revisit record says of the capture it revisits; ``head`` is the HTTP head its
+    block holds when not the exchange's own (a 304's: the stored head it freshens,
+    :mod:`harvester.archive.storedhead`)."""
+
+    profile: str  # a key of REVISIT_PROFILES
+    refers_to: str | None  # its WARC-Record-ID
+    refers_to_uri: str
+    refers_to_date: str
+    payload_digest: str
+    head: StoredHead | None = None
+
+    def __post_init__(self) -> None:
+        if self.profile not in REVISIT_PROFILES:
+            raise ValueError(f"unknown revisit profile {self.profile!r}")
+
+    def fields(self, ip: str | None) -> dict[str, str | None]:
+        """Its record's WARC fields, sent from the server at ``ip`` (None: a field left out)."""
+        return {
+            "WARC-IP-Address": ip,
+            "WARC-Profile": REVISIT_PROFILES[self.profile],
+            "WARC-Refers-To": self.refers_to,
+            "WARC-Refers-To-Target-URI": self.refers_to_uri,
+            "WARC-Refers-To-Date": self.refers_to_date,
+            "WARC-Payload-Digest": self.payload_digest,
+        }
+
+
 WARCINFO_DEFAULTS: Mapping[str, str] = {
     "format": "WARC File Format 1.1",
     "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
@@ -151,28 +185,10 @@ class RecordFactory:
         return self._build("metadata", uri, payload, content_type=content_type, headers=headers)
 
     def revisit_record(
-        self,
-        uri: str,
-        http_headers: StatusAndHeaders | None,
-        *,
-        refers_to_uri: str,
-        refers_to_date: str,
-        payload_digest: str,
-        profile: str = "identical-payload-digest",
-        refers_to: str | None = None,
-        ip: str | None = None,
+        self, uri: str, http_headers: StatusAndHeaders | None, of: Revisit, ip: str | None = None
     ) -> ArcWarcRecord:
-        """A ``revisit`` record (section 6.7); ``profile`` is a key of REVISIT_PROFILES."""
-        if profile not in REVISIT_PROFILES:
-            raise ValueError(f"unknown revisit profile {profile!r}")
-        headers = {
-            "WARC-IP-Address": ip,
-            "WARC-Profile": REVISIT_PROFILES[profile],
-            "WARC-Refers-To": refers_to,
-            "WARC-Refers-To-Target-URI": refers_to_uri,
-            "WARC-Refers-To-Date": refers_to_date,
-            "WARC-Payload-Digest": payload_digest,
-        }
+        """A ``revisit`` record (section 6.7) of the capture ``of`` names."""
+        headers = of.fields(ip)
         record = self._build("revisit", uri, b"", http_headers=http_headers, headers=headers)
         if http_headers is None:
             record.content_type = None  # an empty block has no type
