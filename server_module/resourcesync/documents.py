@@ -35,16 +35,25 @@ def w3c(seconds: float) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One ``<url>``: a resource, or (with ``change``) one change of it."""
+    """One ``<url>``: a resource, or (with ``change``) one change of it; the ledger keeps
+    them (:mod:`server_module.resourcesync.ledger`). Digests are in lower-case hex."""
 
     loc: str
     lastmod: int | None = None  # seconds
     length: int | None = None
     mime: str | None = None
-    hashes: str | None = None  # "md5:… sha-1:… sha-256:…"
+    sha1: str | None = None
+    sha256: str | None = None
+    md5: str | None = None
     change: str | None = None  # created | updated | deleted
     at: int | None = None  # the change's datetime, seconds
     capability: str | None = None  # in a Source Description or Capability List
+
+    @property
+    def hashes(self) -> str | None:
+        """The ``rs:md hash`` value: ``md5:… sha-1:… sha-256:…`` (resync's order)."""
+        pairs = (("md5", self.md5), ("sha-1", self.sha1), ("sha-256", self.sha256))
+        return " ".join(f"{name}:{value}" for name, value in pairs if value) or None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

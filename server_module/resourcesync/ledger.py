@@ -31,6 +31,7 @@ from typing import BinaryIO
 from server_module.index.fileindex import FileIndex
 from server_module.index.snapshot import Selection, Snapshot
 from server_module.records import FileRecord
+from server_module.resourcesync.documents import Entry
 
 Opener = Callable[[bytes], BinaryIO | None]
 PAGE = 1000  # index rows read per query during a sync
@@ -51,27 +52,6 @@ CREATE INDEX IF NOT EXISTS changes_by_run ON changes (run, seq);
 CREATE TABLE IF NOT EXISTS runs (run INTEGER PRIMARY KEY, until INTEGER NOT NULL);
 """
 _COLUMNS = "identifier, lastmod, length, mime, sha1, sha256, md5"
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """A resource as a list states it; in a Change List, with its change and datetime."""
-
-    identifier: str
-    lastmod: int | None
-    length: int | None
-    mime: str | None
-    sha1: str | None
-    sha256: str | None
-    md5: str | None
-    change: str | None = None
-    at: int | None = None
-
-    @property
-    def hashes(self) -> str | None:
-        """The ``rs:md hash`` value: ``md5:… sha-1:… sha-256:…`` (resync's order)."""
-        pairs = (("md5", self.md5), ("sha-1", self.sha1), ("sha-256", self.sha256))
-        return " ".join(f"{name}:{value}" for name, value in pairs if value) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,11 +165,11 @@ class _Sync:
                     "UPDATE resources SET deleted = 1, datestamp = ? WHERE identifier = ?",
                     (record.datestamp, record.identifier),
                 )
-                self._change(Row(record.identifier, *(None,) * 6), "deleted", record.datestamp)
+                self._change(Entry(record.identifier), "deleted", record.datestamp)
             return
         if stored is not None and not stored[1] and stored[0] == record.datestamp:
             return  # this version is in already
-        row = Row(
+        row = Entry(
             record.identifier,
             record.mtime_ns // 1_000_000_000,
             record.size,
@@ -201,12 +181,12 @@ class _Sync:
         self.conn.execute(
             "INSERT OR REPLACE INTO resources (identifier, datestamp, deleted, lastmod, length,"
             " mime, sha1, sha256, md5) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?)",
-            (row.identifier, record.datestamp, *_values(row)[1:]),
+            (row.loc, record.datestamp, *_values(row)[1:]),
         )
         new = stored is None or bool(stored[1])
         self._change(row, "created" if new else "updated", record.datestamp)
 
-    def _change(self, row: Row, change: str, at: int) -> None:
+    def _change(self, row: Entry, change: str, at: int) -> None:
         if self.baseline:
             return
         self.conn.execute(
@@ -242,14 +222,14 @@ class LedgerReader:
         (count,) = self.conn.execute("SELECT count(*) FROM resources WHERE deleted = 0").fetchone()
         return int(count)
 
-    def live(self, offset: int, limit: int) -> list[Row]:
+    def live(self, offset: int, limit: int) -> list[Entry]:
         """Live resources in identifier order."""
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM resources WHERE deleted = 0 ORDER BY identifier"
             " LIMIT ? OFFSET ?",
             (limit, offset),
         )
-        return [Row(*row) for row in rows]
+        return [Entry(*row) for row in rows]
 
     def runs(self) -> list[Run]:
         """Every run with changes, in order."""
@@ -259,18 +239,18 @@ class LedgerReader:
         )
         return [Run(*row) for row in rows]
 
-    def changes(self, run: int, offset: int, limit: int) -> list[Row]:
+    def changes(self, run: int, offset: int, limit: int) -> list[Entry]:
         """A run's changes in the order they were taken in."""
         rows = self.conn.execute(
             f"SELECT {_COLUMNS}, change, at FROM changes WHERE run = ? ORDER BY seq"
             " LIMIT ? OFFSET ?",
             (run, limit, offset),
         )
-        return [Row(*row) for row in rows]
+        return [Entry(*row) for row in rows]
 
 
-def _values(row: Row) -> tuple[object, ...]:
-    return (row.identifier, row.lastmod, row.length, row.mime, row.sha1, row.sha256, row.md5)
+def _values(row: Entry) -> tuple[object, ...]:
+    return (row.loc, row.lastmod, row.length, row.mime, row.sha1, row.sha256, row.md5)
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> int | None:

@@ -29,7 +29,7 @@ from server_module.resourcesync.documents import (
     sitemapindex,
     urlset,
 )
-from server_module.resourcesync.ledger import LedgerReader, Row
+from server_module.resourcesync.ledger import LedgerReader
 
 SOURCE = ".well-known/resourcesync"
 CAPABILITIES = "capabilitylist.xml"
@@ -124,7 +124,7 @@ class Publication:
         return self._resource_urlset((number - 1) * self.max, head)
 
     def _resource_urlset(self, offset: int, head: Head) -> bytes:
-        return urlset(head, map(_entry, self.reader.live(offset, self.max)))
+        return urlset(head, self.reader.live(offset, self.max))
 
     # -- the Change Lists ---------------------------------------------------------------
 
@@ -159,23 +159,10 @@ class Publication:
 
     def _change_urlset(self, part: ChangePart, index: str | None) -> bytes:
         head = Head("changelist", up=self._cap(), from_=part.from_, until=part.until, index=index)
-        rows = self.reader.changes(part.run, part.offset, part.count)
-        return urlset(head, map(_entry, rows))
+        return urlset(head, self.reader.changes(part.run, part.offset, part.count))
 
     def _cap(self) -> str:
         return self.url(CAPABILITIES)
-
-
-def _entry(row: Row) -> Entry:
-    return Entry(
-        row.identifier,
-        lastmod=row.lastmod,
-        length=row.length,
-        mime=row.mime,
-        hashes=row.hashes,
-        change=row.change,
-        at=row.at,
-    )
 
 
 def _part_name(kind: str, number: int) -> str:
