@@ -46,13 +46,8 @@ class Frontier:
         scorer: Scorer,
         policies: PolicySet,
     ) -> None:
-        self.site = site
-        self.state = state
-        self.scheduler = scheduler
-        self.seen = seen
-        self.scope = scope
-        self.scorer = scorer
-        self.policies = policies
+        self.site, self.state, self.scheduler, self.seen = site, state, scheduler, seen
+        self.scope, self.scorer, self.policies = scope, scorer, policies
         self._seq = 0
         self._distance: dict[str, int] = {}  # link hops since each queued URL's policy began
         self._rescored: dict[str, tuple[dict[str, float], str]] = {}  # written by the step

@@ -227,11 +227,7 @@ def _authority(netloc: str, scheme: str) -> str:
 
 
 def _ipv6(literal: str) -> str:
-    """A bracketed IPv6 literal in compressed form; zone IDs and IPvFuture are refused.
-
-    >>> _ipv6("2001:0DB8:0:0::1")
-    '[2001:db8::1]'
-    """
+    """A bracketed IPv6 literal in compressed form; zone IDs and IPvFuture are refused."""
     try:
         address = ipaddress.IPv6Address(literal)
     except ValueError as exc:
@@ -242,13 +238,8 @@ def _ipv6(literal: str) -> str:
 
 
 def _hostname(name: str) -> str:
-    """A registered name or IPv4 address, lower-case and IDNA-encoded, without trailing dots.
-
-    >>> _hostname("B%C3%BCcher.DE.")
-    'xn--bcher-kva.de'
-    >>> _hostname("my_host.example")
-    'my_host.example'
-    """
+    """A registered name or IPv4 address, lower-case and IDNA-encoded, without trailing dots
+    (the cases are in ``tests/test_urls.py``)."""
     decoded = unquote(name, errors="strict") if "%" in name else name
     if not decoded.isascii():
         decoded = _idna_encode(decoded)
