@@ -29,7 +29,7 @@ from harvester.archive.recordbytes import (
 )
 from harvester.archive.records import Revisit
 from harvester.archive.storedhead import StoredHead
-from harvester.http.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange, first_header
 
 __all__ = [
     "HOP_BY_HOP",
@@ -183,7 +183,7 @@ def carried(
         mime_seen: str | None = mime
     else:
         kind, content_type, status = "response", RESPONSE_TYPE, "200"
-        mime_seen = _first(headers or (), "content-type")
+        mime_seen = first_header(headers or (), "content-type")
     made = stamp()
     fields = _present(("WARC-IP-Address", ip))
     member = record_member(kind, made, url, fields, content_type=content_type,
@@ -226,10 +226,10 @@ def response(stamp: Stamp, exchange: HttpExchange, payload_digest: str) -> Built
         payload=exchange.body,
         payload_digest=payload_digest,
     )
-    mime = media_type(_first(stored, "content-type"))
+    mime = media_type(first_header(stored, "content-type"))
     capture = CaptureFields(exchange.url, mime, str(exchange.status), payload_digest)
     if exchange.request_body:
-        sent_type = _first(exchange.request_headers, "content-type")
+        sent_type = first_header(exchange.request_headers, "content-type")
         with_request(capture, exchange.method, sent_type, exchange.request_body)
     return Built(made[0], made[1], member, capture)
 
@@ -314,7 +314,3 @@ def _present(*fields: tuple[str, str | None]) -> list[Field]:
 
 def _printable(value: str) -> bool:
     return value.isascii() and value.isprintable()
-
-
-def _first(fields: Sequence[Field], name: str) -> str | None:
-    return next((v for k, v in fields if k.lower() == name), None)

@@ -27,7 +27,7 @@ from harvester.archive.didl import (
 from harvester.archive.records import Revisit
 from harvester.archive.storedhead import stored_type
 from harvester.archive.warc import RecordLocation
-from harvester.http.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange, first_header
 from harvester.storage.protocol import Resource
 
 __all__ = ["capture_document", "deletion_document", "oai_info"]
@@ -46,9 +46,9 @@ def capture_document(
     when given), with the payload's format identification statements when given."""
     kind = result.record_type if isinstance(result, CarriedExchange) else "response"
     kind = "revisit" if seen is not None else kind
-    declared = _header(result.response_headers, "content-type")
+    declared = first_header(result.response_headers, "content-type")
     if seen is not None and seen.head is not None:
-        declared = _header(seen.head.fields, "content-type")
+        declared = first_header(seen.head.fields, "content-type")
     desc = CaptureDescription(
         url=result.url,
         status=result.status,
@@ -95,7 +95,3 @@ def oai_info(res: Resource, endpoint: str | None, deleted: bool = False) -> OaiH
         endpoint=endpoint,
         deleted=deleted,
     )
-
-
-def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
-    return next((v for k, v in headers if k.lower() == name), None)

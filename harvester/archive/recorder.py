@@ -46,11 +46,11 @@ from harvester.archive.didlrecord import capture_document, deletion_document
 from harvester.archive.formatid.identifier import Identifier, payload_of, statements
 from harvester.archive.recordbytes import Built
 from harvester.archive.records import Revisit
-from harvester.archive.recovery import ends_group, recovered
+from harvester.archive.recovery import capture_of, ends_group, recovered
 from harvester.archive.storedhead import StoredHead, refreshed, stored_head
 from harvester.archive.warc import RecordLocation, RotatingWARCWriter
 from harvester.exceptions import ArchiveError
-from harvester.http.exchange import HttpExchange
+from harvester.http.exchange import HttpExchange, first_header
 from harvester.storage.protocol import Capture, Resource
 
 __all__ = ["Payload", "Recorder", "conditional_headers", "ends_group"]
@@ -124,11 +124,11 @@ class Recorder:
         else:
             then = self._didl(res, result, payload, seen, self._built_metadata)
             locations = self.writer.write_built(group, then=then)
-        capture = _capture(locations[0], result, payload)
+        capture = capture_of(locations[0], result.status, result.response_headers, payload)
         if seen is not None and seen.head is not None:  # a 304 may leave validators out
             fields = seen.head.fields
-            capture.etag = _header(fields, "etag") or capture.etag
-            capture.last_modified = _header(fields, "last-modified") or capture.last_modified
+            capture.etag = first_header(fields, "etag") or capture.etag
+            capture.last_modified = first_header(fields, "last-modified") or capture.last_modified
         return capture, seen is not None
 
     def _freshened(self, res: Resource, result: HttpExchange) -> StoredHead:
@@ -250,7 +250,8 @@ class Recorder:
         else:
             then = self._didl(res, fake, payload, seen, self._built_metadata)
             locations = self.writer.write_built(built, then=then)
-        return _capture(locations[0], fake, payload), seen is not None
+        capture = capture_of(locations[0], fake.status, fake.response_headers, payload)
+        return capture, seen is not None
 
     def _carried_by_warcio(
         self, res: Resource, fake: CarriedExchange, mime: str, payload: Payload
@@ -301,7 +302,7 @@ class Recorder:
             at = locations[0]
             identified: list[str] = []
             if self.identifier is not None and 200 <= result.status < 300:
-                declared = _header(result.response_headers, "content-type")
+                declared = first_header(result.response_headers, "content-type")
                 identified = self._identified(result, payload, declared)
             didl = capture_document(res, result, payload, at, seen, self.provenance(), identified)
             return [metadata(didl, refers_to=at.record_id)]
@@ -316,7 +317,7 @@ class Recorder:
     ) -> list[str]:
         if self.identifier is None:
             raise ArchiveError("a payload to identify with --identify off")
-        body = payload_of(result.body, _header(result.response_headers, "content-encoding"))
+        body = payload_of(result.body, first_header(result.response_headers, "content-encoding"))
         runs = self.identifier.identify(body, result.url, payload.sha256, datetime.now(UTC))
         mime = (declared or "").partition(";")[0].strip() or FALLBACK_MIME
         return statements(result.url, payload.sha1, payload.sha256, len(result.body), mime, runs)
@@ -349,10 +350,6 @@ def _id(record: ArcWarcRecord) -> str:
     return str(record.rec_headers.get_header("WARC-Record-ID"))
 
 
-def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
-    return next((v for k, v in headers if k.lower() == name), None)
-
-
 def _response_headers(result: HttpExchange | CarriedExchange) -> StatusAndHeaders:
     headers = [(k, v) for k, v in result.response_headers if k.lower() not in HOP_BY_HOP]
     return StatusAndHeaders(f"{result.status} {result.reason}", headers, protocol=result.protocol)
@@ -360,21 +357,3 @@ def _response_headers(result: HttpExchange | CarriedExchange) -> StatusAndHeader
 
 def _request_headers(result: HttpExchange) -> StatusAndHeaders:
     return StatusAndHeaders(result.request_line, list(result.request_headers), is_http_request=True)
-
-
-def _capture(
-    at: RecordLocation, result: HttpExchange | CarriedExchange, payload: Payload
-) -> Capture:
-    return Capture(
-        record_id=at.record_id,
-        warc_file=at.filename,
-        warc_offset=at.offset,
-        warc_length=at.length,
-        warc_date=at.warc_date,
-        http_status=result.status,
-        etag=_header(result.response_headers, "etag"),
-        last_modified=_header(result.response_headers, "last-modified"),
-        payload_digest=payload.warc_digest,
-        sha1=payload.sha1,
-        sha256=payload.sha256,
-    )

@@ -18,6 +18,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.capturegroup import Payload
+from harvester.archive.warc import RecordLocation
+from harvester.http.exchange import Header, first_header
 from harvester.storage.protocol import Capture, State
 
 __all__ = ["ends_group", "reconcile", "recovered"]
@@ -98,15 +100,27 @@ def _recovered(
     filename: str, record: ArcWarcRecord, offset: int, length: int, payload: Payload
 ) -> tuple[str, Capture]:
     rec, http = record.rec_headers, record.http_headers
-    return rec.get_header("WARC-Target-URI"), Capture(
-        record_id=rec.get_header("WARC-Record-ID"),
-        warc_file=filename,
-        warc_offset=offset,
-        warc_length=length,
-        warc_date=rec.get_header("WARC-Date"),
-        http_status=int(http.get_statuscode()) if http else 200,
-        etag=http.get_header("ETag") if http else None,
-        last_modified=http.get_header("Last-Modified") if http else None,
+    at = RecordLocation(
+        rec.get_header("WARC-Record-ID"), filename, offset, length, rec.get_header("WARC-Date")
+    )
+    status, fields = (int(http.get_statuscode()), http.headers) if http else (200, [])
+    return rec.get_header("WARC-Target-URI"), capture_of(at, status, fields, payload)
+
+
+def capture_of(
+    at: RecordLocation, status: int, fields: Sequence[Header], payload: Payload
+) -> Capture:
+    """What the state keeps of a capture (its record ``at``, the answer's status and validators
+    among its ``fields``, the payload's digests): as the recorder writes it, as found here."""
+    return Capture(
+        record_id=at.record_id,
+        warc_file=at.filename,
+        warc_offset=at.offset,
+        warc_length=at.length,
+        warc_date=at.warc_date,
+        http_status=status,
+        etag=first_header(fields, "etag"),
+        last_modified=first_header(fields, "last-modified"),
         payload_digest=payload.warc_digest,
         sha1=payload.sha1,
         sha256=payload.sha256,

@@ -40,7 +40,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from harvester.http.exchange import Header, HttpExchange
+from harvester.http.exchange import Header, HttpExchange, first_header
 
 log = logging.getLogger(__name__)
 Send = Callable[..., Awaitable[dict[str, Any]]]
@@ -139,7 +139,7 @@ class Recording:
                 "Fetch.failRequest", {"requestId": rid, "errorReason": "BlockedByClient"}
             )
             return
-        kind = (_first(heads, "content-type") or "").split(";", 1)[0].strip().lower()
+        kind = (first_header(heads, "content-type") or "").split(";", 1)[0].strip().lower()
         if kind == STREAMING or status == 206:
             if status == 206:
                 self.partial.append(params["request"]["url"])
@@ -156,7 +156,7 @@ class Recording:
             # the page's own fetch, timed from its navigation (its host's rest counts it)
             exchange.latency, exchange.elapsed = head - self.opened, time.monotonic() - self.opened
             self.document = exchange
-            if 300 <= status < 400 and _first(heads, "location"):
+            if 300 <= status < 400 and first_header(heads, "location"):
                 self.redirected.set()  # the page is this redirect: the crawl follows it
                 await self._send("Fetch.failRequest", {"requestId": rid, "errorReason": "Aborted"})
                 return
@@ -167,14 +167,15 @@ class Recording:
         """The body as the browser decoded it; None when it cannot be stored whole."""
         if 300 <= status < 400 or status in (204, 304):
             return b""
-        declared = _first(heads, "content-length")
+        declared = first_header(heads, "content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_size:
             return None
         left = max(1.0, self.until - time.monotonic())
         got = await self._send("Fetch.getResponseBody", {"requestId": rid}, timeout=left)
         raw = got.get("body", "")
         body = base64.b64decode(raw) if got.get("base64Encoded") else raw.encode("utf-8")
-        coded = (_first(heads, "content-encoding") or "identity").strip().lower() != "identity"
+        coding = first_header(heads, "content-encoding") or "identity"
+        coded = coding.strip().lower() != "identity"
         if not coded and declared is not None and declared.isdigit() and int(declared) != len(body):
             log.info(
                 "%s: %d bytes for a Content-Length of %s, not stored", rid, len(body), declared
@@ -194,10 +195,6 @@ def _headers(fields: list[dict[str, str]]) -> list[Header]:
     return out
 
 
-def _first(headers: list[Header], name: str) -> str | None:
-    return next((v for k, v in headers if k.lower() == name), None)
-
-
 def stored_head(heads: list[Header], length: int) -> list[Header]:
     """The response head as stored with a decoded body of ``length`` bytes.
 
@@ -205,7 +202,7 @@ def stored_head(heads: list[Header], length: int) -> list[Header]:
     [('Content-Length', '20'), ('X-Archive-Orig-Content-Encoding', 'gzip')]
     """
     kept = [(k, v) for k, v in heads if k.lower() not in _DROPPED]
-    coding = _first(heads, "content-encoding")
+    coding = first_header(heads, "content-encoding")
     extra = [("X-Archive-Orig-Content-Encoding", coding)] if coding else []
     return [*kept, ("Content-Length", str(length)), *extra]
 

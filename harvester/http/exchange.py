@@ -11,12 +11,20 @@ WARC record's HTTP block must start with for replay tools such as pywb to read i
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-__all__ = ["PROTOCOLS", "Header", "HttpExchange", "Redirect", "protocol", "wellformed_fields"]
+__all__ = [
+    "PROTOCOLS",
+    "Header",
+    "HttpExchange",
+    "Redirect",
+    "first_header",
+    "protocol",
+    "wellformed_fields",
+]
 
 Header = tuple[str, str]
 Redirect = tuple[str, int, str]  # (URL asked, status, absolute Location)
@@ -36,6 +44,15 @@ def wellformed_fields(fields: Sequence[Header]) -> bool:
     return len(fields) <= MAX_FIELDS and all(
         _TOKEN.fullmatch(name) and _VALUE.fullmatch(value) for name, value in fields
     )
+
+
+def first_header(fields: Iterable[Header], name: str) -> str | None:
+    """The value of the first field called ``name`` (lower-case; matched case-insensitively).
+
+    >>> first_header([("ETag", '"a"'), ("etag", '"b"')], "etag")
+    '"a"'
+    """
+    return next((v for k, v in fields if k.lower() == name), None)
 
 
 def protocol(major: int, minor: int) -> str:
@@ -124,5 +141,4 @@ class HttpExchange:
 
     def header(self, name: str) -> str | None:
         """The first response header called ``name`` (case-insensitive), or None."""
-        wanted = name.lower()
-        return next((v for k, v in self.response_headers if k.lower() == wanted), None)
+        return first_header(self.response_headers, name.lower())

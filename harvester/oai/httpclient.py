@@ -198,12 +198,8 @@ class Http:
         rng: random.Random,
         accept_encoding: str = ACCEPT_ENCODING,
     ) -> None:
-        self.transport = transport
-        self.limits = limits
-        self.accept_encoding = accept_encoding
-        self._sleep = sleep
-        self._clock = clock
-        self._rng = rng
+        self.transport, self.limits, self.accept_encoding = transport, limits, accept_encoding
+        self._sleep, self._clock, self._rng = sleep, clock, rng
 
     def get(self, url: str, params: dict[str, str]) -> HttpExchange:
         """The exchange for ``url?params``, after retrying transient failures."""
