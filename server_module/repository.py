@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from server_module.formats import FormatContext, FormatRegistry, MetadataFormat
+from server_module.formats import FormatContext, FormatRegistry, MetadataFormat, schema_url
 from server_module.index.fileindex import FileIndex
 from server_module.index.snapshot import Selection, Snapshot
 from server_module.lists.contentcoding import Kept
@@ -142,7 +142,7 @@ class Repository:
             with self.index.snapshot() as snap:
                 if snap.get(request.identifier) is None:
                     raise IdDoesNotExist(f"No item has the identifier {request.identifier!r}")
-        triples = [(f.prefix, f.schema(self.context), f.namespace) for f in self.formats]
+        triples = [(f.prefix, schema_url(f, self.context), f.namespace) for f in self.formats]
         return Page(render.metadata_formats_body(triples))
 
     def _ListSets(self, request: OAIRequest, now: int) -> Page:

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 
 import pytest
 import requests
+from lxml import etree
 from sickle import Sickle
 
 from bench.crawl import nginx_binary
@@ -144,7 +145,7 @@ def check_provider(base_url: str, site: Manifest, out: Path) -> None:
     """Every verb schema-valid, a list resumed to its end, and a harvest of every file."""
     oai = OAIClient(SimpleNamespace(url=base_url))  # type: ignore[arg-type]
     assert oai.get(verb="Identify").findtext(f".//{OAI}baseURL") == base_url + "/oai"
-    assert oai.get(verb="ListMetadataFormats").findall(f".//{OAI}metadataPrefix")
+    assert_schemas_served(oai.get(verb="ListMetadataFormats"), base_url)
     assert oai.get(verb="ListSets").findall(f".//{OAI}setSpec")
     root = oai.get(verb="ListIdentifiers", metadataPrefix="oai_dc")
     listed = [h.text for h in root.iter(f"{OAI}identifier")]
@@ -183,6 +184,20 @@ def check_provider(base_url: str, site: Manifest, out: Path) -> None:
         check=False,
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def assert_schemas_served(formats: etree._Element, base_url: str) -> None:
+    """Each format's schema of this project's own (``http_header``) is served at the URL
+    ListMetadataFormats gives, through the deployment, and is the schema of its namespace."""
+    listed = formats.findall(f".//{OAI}metadataFormat")
+    assert {f.findtext(f"{OAI}metadataPrefix") for f in listed} >= {"oai_dc", "http_header"}
+    own = [f for f in listed if (f.findtext(f"{OAI}schema") or "").startswith(base_url)]
+    assert [f.findtext(f"{OAI}metadataPrefix") for f in own] == ["http_header"]
+    for fmt in own:
+        answer = requests.get(fmt.findtext(f"{OAI}schema") or "", timeout=30)
+        assert answer.status_code == 200, answer.url
+        schema = etree.fromstring(answer.content)
+        assert schema.get("targetNamespace") == fmt.findtext(f"{OAI}metadataNamespace")
 
 
 # -- nginx in front of `oai-provider serve` ---------------------------------------------

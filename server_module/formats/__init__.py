@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+from urllib.parse import urljoin
 
 from server_module.index.publicpaths import DEFAULT_EXCLUDES
 from server_module.records import FileRecord
@@ -42,10 +43,7 @@ class MetadataFormat(Protocol):
 
     prefix: str
     namespace: str
-
-    def schema(self, ctx: FormatContext) -> str:
-        """The URL of the XML schema that validates this format."""
-        ...
+    schema: str  # the URL of the XML schema that validates it; a relative one: see schema_url
 
     def render(self, record: FileRecord, ctx: FormatContext) -> str:
         """The record's metadata as one XML element (a string), namespaces declared on it."""
@@ -54,6 +52,19 @@ class MetadataFormat(Protocol):
     def weight(self, record: FileRecord, ctx: FormatContext) -> int:
         """About how many bytes :meth:`render` produces, to fill pages by size."""
         ...
+
+
+def schema_url(fmt: MetadataFormat, ctx: FormatContext) -> str:
+    """``fmt``'s schema as a URL: one of this project's own is relative, under the provider's
+    schema base.
+
+    >>> ctx = FormatContext(Path("/"), "http://h/oai/schemas")
+    >>> class F:
+    ...     schema = "http_header.xsd"
+    >>> schema_url(F(), ctx)
+    'http://h/oai/schemas/http_header.xsd'
+    """
+    return urljoin(ctx.schema_base.rstrip("/") + "/", fmt.schema)
 
 
 class FormatRegistry:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from coop_common.xmltext import attr, text
 from server_module.files.headers import file_headers
-from server_module.formats import XSI, FormatContext
+from server_module.formats import XSI, FormatContext, schema_url
 from server_module.records import FileRecord
 
 NAMESPACE = "urn:coop-archive:http-header:1.0"
@@ -35,16 +35,14 @@ def header_element(
 class HttpHeader:
     prefix = "http_header"
     namespace = NAMESPACE
-
-    def schema(self, ctx: FormatContext) -> str:
-        return f"{ctx.schema_base}/http_header.xsd"
+    schema = "http_header.xsd"  # served by the provider (schemas/)
 
     def render(self, record: FileRecord, ctx: FormatContext) -> str:
         return header_element(
             file_headers(record),
             url=record.identifier,
             status=(200, "OK"),
-            schema_location=self.schema(ctx),
+            schema_location=schema_url(self, ctx),
         )
 
     def weight(self, record: FileRecord, ctx: FormatContext) -> int:

@@ -47,9 +47,7 @@ def dcmi_type(mime: str) -> str:
 class OaiDc:
     prefix = "oai_dc"
     namespace = NAMESPACE
-
-    def schema(self, ctx: FormatContext) -> str:
-        return SCHEMA
+    schema = SCHEMA
 
     def dc_elements(self, record: FileRecord) -> str:
         """The Dublin Core elements alone, for embedding (the DIDL format reuses them)."""

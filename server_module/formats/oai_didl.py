@@ -78,9 +78,7 @@ def component_descriptors(record: FileRecord) -> list[str]:
 class OaiDidl:
     prefix = "oai_didl"
     namespace = DIDL
-
-    def schema(self, ctx: FormatContext) -> str:
-        return SCHEMA
+    schema = SCHEMA
 
     def render(self, record: FileRecord, ctx: FormatContext) -> str:
         url, mime = attr(record.identifier), attr(record.mime)

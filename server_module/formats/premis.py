@@ -23,9 +23,7 @@ def facts(record: FileRecord) -> FileFacts:
 class Premis:
     prefix = "premis"
     namespace = NAMESPACE
-
-    def schema(self, ctx: FormatContext) -> str:
-        return SCHEMA
+    schema = SCHEMA
 
     def render(self, record: FileRecord, ctx: FormatContext) -> str:
         return premis_element(facts(record))
