@@ -22,7 +22,7 @@ from harvester.archive.warc import RecordLocation
 from harvester.http.exchange import Header, first_header
 from harvester.storage.protocol import Capture, State
 
-__all__ = ["ends_group", "reconcile", "recovered"]
+__all__ = ["capture_of", "ends_group", "reconcile", "recovered"]
 
 log = logging.getLogger(__name__)
 
