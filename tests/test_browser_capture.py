@@ -27,7 +27,7 @@ from harvester.browser.browser import Browser, PageLimits
 from tests.js_site import TONE, serve_js_site
 from tests.pywb import replay
 from tests.schemas import assert_valid
-from tests.test_harvest import records
+from tests.test_harvest import records, warc_records
 from tests.warcrules import broken_rules, fastwarc_check
 
 CHROMIUM = shutil.which("chromium") or "chromium"  # `make sysdeps` installs it
@@ -174,14 +174,11 @@ def test_every_file_passes_fastwarc_and_the_warc_rules(crawled: Crawled) -> None
 
 def responses(out: Path) -> list[tuple[str, StatusAndHeaders, bytes]]:
     """(URI, HTTP head, payload as stored) of every response record of the collection."""
-    found = []
-    for path in sorted((out / "warcs").glob("*.warc.gz")):
-        with open(path, "rb") as fh:
-            for r in ArchiveIterator(fh):
-                if r.rec_type == "response":
-                    uri = r.rec_headers.get_header("WARC-Target-URI")
-                    found.append((uri, r.http_headers, r.raw_stream.read()))
-    return found
+    return [
+        (r.rec_headers.get_header("WARC-Target-URI"), r.http_headers, r.raw_stream.read())
+        for r in warc_records(out)
+        if r.rec_type == "response"
+    ]
 
 
 def texts(out: Path) -> dict[str, bytes]:

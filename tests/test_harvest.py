@@ -10,11 +10,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ArcWarcRecord
 
 from harvester.archive.repair import verify_warc
 from harvester.cli import main
@@ -35,16 +37,19 @@ def url_of(server: RunningServer, rel: str) -> str:
     return f"{server.url}/{quote(os.fsencode(rel), safe='/')}"
 
 
-def records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
-    """(WARC-Type, WARC headers, content) of every record of the collection, in file order."""
-    found = []
+def warc_records(out: Path) -> Iterator[ArcWarcRecord]:
+    """Every record of the collection ``out``, in file order (read each before the next)."""
     for path in sorted((out / "warcs").glob("*.warc.gz")):
         with open(path, "rb") as fh:
-            for rec in ArchiveIterator(fh):
-                found.append(
-                    (rec.rec_type, dict(rec.rec_headers.headers), rec.content_stream().read())
-                )
-    return found
+            yield from ArchiveIterator(fh)
+
+
+def records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:
+    """(WARC-Type, WARC headers, content) of every record of the collection, in file order."""
+    return [
+        (rec.rec_type, dict(rec.rec_headers.headers), rec.content_stream().read())
+        for rec in warc_records(out)
+    ]
 
 
 def listed_records(out: Path) -> list[tuple[str, dict[str, str], bytes]]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
 from harvester.storage.sqlite.state import SQLiteState
 from tests.conftest import start_provider
 from tests.servers import RunningServer
-from tests.test_harvest import harvest
+from tests.test_harvest import harvest, warc_records
 
 PAGES = ("old.html", "new.html", "chain.html", "end.html", "away.html", "plain.html")
 REDIRECTS = {
@@ -35,16 +34,13 @@ def moved(tmp_path: Path):  # type: ignore[no-untyped-def]
 def responses(out: Path) -> list[tuple[str, int, str | None, bytes, str]]:
     """(WARC-Target-URI, HTTP status, Location, body, WARC-Record-ID) of every response."""
     found = []
-    for path in sorted((out / "warcs").glob("*.warc.gz")):
-        with open(path, "rb") as fh:
-            for rec in ArchiveIterator(fh):
-                if rec.rec_type == "response":
-                    uri = rec.rec_headers.get_header("WARC-Target-URI")
-                    status = int(rec.http_headers.get_statuscode())
-                    location = rec.http_headers.get_header("Location")
-                    body = rec.content_stream().read()
-                    record_id = rec.rec_headers.get_header("WARC-Record-ID")
-                    found.append((uri, status, location, body, record_id))
+    for rec in warc_records(out):
+        if rec.rec_type == "response":
+            uri = rec.rec_headers.get_header("WARC-Target-URI")
+            status = int(rec.http_headers.get_statuscode())
+            location = rec.http_headers.get_header("Location")
+            body, record_id = rec.content_stream().read(), rec.rec_headers["WARC-Record-ID"]
+            found.append((uri, status, location, body, record_id))
     return found
 
 
