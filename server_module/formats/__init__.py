@@ -11,7 +11,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urljoin
 
 from server_module.index.publicpaths import DEFAULT_EXCLUDES
 from server_module.records import FileRecord
@@ -64,7 +63,9 @@ def schema_url(fmt: MetadataFormat, ctx: FormatContext) -> str:
     >>> schema_url(F(), ctx)
     'http://h/oai/schemas/http_header.xsd'
     """
-    return urljoin(ctx.schema_base.rstrip("/") + "/", fmt.schema)
+    if "://" in fmt.schema:
+        return fmt.schema
+    return f"{ctx.schema_base.rstrip('/')}/{fmt.schema}"  # per record: no urljoin
 
 
 class FormatRegistry:
